@@ -1,0 +1,107 @@
+"""The measurement record shared by probes, the agent and the store.
+
+A :class:`Sample` is one run of one series at one scheduled instant. Every
+timing is a non-negative number of nanoseconds measured with
+``time.perf_counter_ns()``; ``None`` means "not measured in this run" (the phase
+was not reached, or the probe kind has no such phase), never zero. Failures are
+samples too: ``status`` says how the run ended and the ``error_*`` fields say
+why and where.
+
+What each timing covers (probes document their own exact boundaries):
+
+``logon_ns``    from just before the driver's connect call until it returns a
+                usable session (TCP connect, Oracle Net CONNECT/ACCEPT,
+                negotiation and both authentication round trips; for
+                PostgreSQL the startup and authentication exchange).
+``ping_ns``     one client-server round trip without SQL (OCIPing /
+                ``Connection.ping()``; PostgreSQL: an empty query).
+``query_ns``    execute and fetch of ``select 1 from dual`` (``select 1``).
+``logoff_ns``   closing the session until the driver returns.
+``commit_ns``   one insert plus its commit (commit probe).
+``acquire_ns``  a client-side pool ``acquire()`` (poolacquire probe).
+``total_ns``    the whole run as the runner saw it, including everything above.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+class SampleStatus(enum.StrEnum):
+    """How a run ended."""
+
+    OK = "ok"
+    ERROR = "error"  # the database or driver raised a classified error
+    TIMEOUT = "timeout"  # the runner's deadline cut the run; ``error_phase`` says where
+    SKIPPED = "skipped"  # the run could not start in time (agent overload); no timings
+
+
+class ErrorClass(enum.StrEnum):
+    """Where a failure's code comes from."""
+
+    ORA = "ORA"  # server error, code ``ORA-nnnnn``
+    DPY = "DPY"  # python-oracledb client error, code ``DPY-nnnn``
+    TNS = "TNS"  # the listener refused, code ``TNS-nnnnn`` (ORA-125xx family)
+    TIMEOUT = "TIMEOUT"  # deadline exceeded, code ``TIMEOUT``
+    PG = "PG"  # PostgreSQL SQLSTATE, code ``PG-xxxxx``
+    NET = "NET"  # operating-system network error (refused, reset, unreachable)
+    OTHER = "OTHER"  # anything else (code is the exception's class name)
+
+
+PHASE_FIELDS: tuple[str, ...] = (
+    "logon_ns",
+    "ping_ns",
+    "query_ns",
+    "logoff_ns",
+    "commit_ns",
+    "acquire_ns",
+)
+
+
+@dataclass(slots=True)
+class Sample:
+    """One probe run. Field order is the storage order; see module docs for meanings."""
+
+    series_id: int | None
+    scheduled_at: datetime  # timezone-aware UTC: the instant the run was due
+    started_at: datetime  # timezone-aware UTC: the instant the run really started
+    status: SampleStatus
+    total_ns: int | None = None
+    logon_ns: int | None = None
+    ping_ns: int | None = None
+    query_ns: int | None = None
+    logoff_ns: int | None = None
+    commit_ns: int | None = None
+    acquire_ns: int | None = None
+    round_trips: int | None = None
+    # Logon broken down per round trip, in order, e.g.
+    # {"tcp_connect": .., "connect": .., "protocol": .., "data_types": .., "auth1": .., "auth2": ..}
+    logon_phases: dict[str, int] | None = None
+    error_class: ErrorClass | None = None
+    error_code: str | None = None  # e.g. "ORA-01017", "DPY-6005", "TNS-12520", "PG-28P01"
+    error_phase: str | None = None  # the phase that failed or hung: "logon", "ping", ...
+    error_message: str | None = None  # first line, secrets removed, at most 500 chars
+    sid: int | None = None
+    serial: int | None = None
+    instance: str | None = None
+    service: str | None = None
+    server_type: str | None = None  # DEDICATED / SHARED / POOLED (Oracle), or PG analogue
+    agent: str | None = None  # agent name that took the sample
+    site: str | None = None  # vantage point of that agent
+    extra: dict[str, Any] = field(default_factory=dict)  # pool settings, sweep level, ...
+
+    @property
+    def ok(self) -> bool:
+        return self.status is SampleStatus.OK
+
+    def timings(self) -> dict[str, int]:
+        """The measured phases of this run (name without ``_ns`` -> nanoseconds)."""
+        out: dict[str, int] = {}
+        for name in PHASE_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                out[name.removesuffix("_ns")] = value
+        return out
