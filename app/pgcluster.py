@@ -1,0 +1,166 @@
+"""A throw-away PostgreSQL cluster run from the server binaries on this machine.
+
+Used by the test-suite (a real server, listening on loopback TCP and on a unix
+socket in its own directory) and by the demo for the "PostgreSQL over a unix
+socket" target. The product's embedded default database uses the ``pgserver``
+wheel instead (see :mod:`app.db`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+_SEARCH_DIRS = (
+    "/usr/lib/postgresql/17/bin",
+    "/usr/lib/postgresql/16/bin",
+    "/usr/lib/postgresql/15/bin",
+    "/usr/lib/postgresql/14/bin",
+)
+
+
+class PgClusterError(RuntimeError):
+    """The cluster could not be created, started or stopped."""
+
+
+def find_pg_bindir() -> Path:
+    """The directory holding ``initdb``/``pg_ctl``/``postgres`` (Debian's first, then pgserver's)."""
+    for d in _SEARCH_DIRS:
+        if Path(d, "pg_ctl").exists():
+            return Path(d)
+    try:
+        import pgserver
+
+        bindir = Path(pgserver.__file__).parent / "pginstall" / "bin"
+        if (bindir / "pg_ctl").exists():
+            return bindir
+    except ImportError:  # pragma: no cover - pgserver is a hard dependency
+        pass
+    found = shutil.which("pg_ctl")
+    if found:
+        return Path(found).resolve().parent
+    raise PgClusterError("no PostgreSQL server binaries found (install Debian's 'postgresql')")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class PgCluster:
+    """One PostgreSQL cluster in ``datadir``; trust authentication on loopback only."""
+
+    def __init__(self, datadir: Path, port: int | None = None, user: str = "postgres") -> None:
+        self.datadir = Path(datadir)
+        self.socket_dir = self.datadir / "sock"
+        self.port = port or free_port()
+        self.user = user
+        self.bindir = find_pg_bindir()
+        self._as_root = os.geteuid() == 0
+
+    # -- connection strings -------------------------------------------------
+    @property
+    def host(self) -> str:
+        return "127.0.0.1"
+
+    def dsn(self, dbname: str = "postgres", *, unix: bool = False) -> str:
+        """A libpq conninfo string (for psycopg)."""
+        host = str(self.socket_dir) if unix else self.host
+        return f"host={host} port={self.port} user={self.user} dbname={dbname}"
+
+    def url(self, dbname: str = "postgres") -> str:
+        """A SQLAlchemy URL over TCP (psycopg 3 driver)."""
+        return f"postgresql+psycopg://{self.user}@{self.host}:{self.port}/{dbname}"
+
+    # -- lifecycle ----------------------------------------------------------
+    def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        cmd = list(args)
+        if self._as_root:
+            # PostgreSQL refuses to run as root: run its binaries as 'nobody'-like user.
+            cmd = ["runuser", "-u", _service_user(), "--", *cmd]
+        return subprocess.run(cmd, capture_output=True, text=True, check=False)
+
+    def init(self) -> None:
+        self.datadir.mkdir(parents=True, exist_ok=True)
+        self.socket_dir.mkdir(parents=True, exist_ok=True)
+        if self._as_root:
+            shutil.chown(self.datadir, _service_user(), _service_user())
+            shutil.chown(self.socket_dir, _service_user(), _service_user())
+            self.datadir.parent.chmod(self.datadir.parent.stat().st_mode | 0o711)
+        if (self.datadir / "pgdata" / "PG_VERSION").exists():
+            return
+        res = self._run(
+            str(self.bindir / "initdb"),
+            "-D",
+            str(self.datadir / "pgdata"),
+            "-U",
+            self.user,
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        )
+        if res.returncode != 0:
+            raise PgClusterError(f"initdb failed: {res.stderr.strip() or res.stdout.strip()}")
+
+    def start(self) -> None:
+        opts = (
+            f"-c port={self.port} -c listen_addresses=127.0.0.1 "
+            f"-c unix_socket_directories={self.socket_dir} -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        )
+        res = self._run(
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.datadir / "pgdata"),
+            "-l",
+            str(self.datadir / "server.log"),
+            "-o",
+            opts,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
+        if res.returncode != 0:
+            log = (self.datadir / "server.log").read_text(errors="replace")[-2000:]
+            raise PgClusterError(f"pg_ctl start failed: {res.stderr.strip()}\n{log}")
+
+    def stop(self, mode: str = "fast") -> None:
+        self._run(
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.datadir / "pgdata"),
+            "-m",
+            mode,
+            "-w",
+            "stop",
+        )
+
+    def is_running(self) -> bool:
+        res = self._run(str(self.bindir / "pg_ctl"), "-D", str(self.datadir / "pgdata"), "status")
+        return res.returncode == 0
+
+    def create_database(self, name: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.dsn(), autocommit=True) as conn:
+            conn.execute(f'create database "{name}"')
+
+
+def _service_user() -> str:
+    """The unprivileged account PostgreSQL runs as when we are root."""
+    for name in ("postgres", "nobody"):
+        try:
+            import pwd
+
+            pwd.getpwnam(name)
+            return name
+        except KeyError:
+            continue
+    raise PgClusterError("running as root and no 'postgres' or 'nobody' account exists")
