@@ -1,0 +1,96 @@
+"""Every setting connwatch has, in one place (environment prefix ``CONNWATCH_``).
+
+The README's settings table is generated from this class's fields and tested
+against it, so a setting cannot exist without being documented.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="CONNWATCH_",
+        env_file=None,
+        extra="ignore",
+        validate_default=True,
+    )
+
+    database_url: SecretStr | None = Field(
+        default=None,
+        description=(
+            "PostgreSQL (>= 14) URL, e.g. postgresql://user:pw@host:5432/connwatch. "
+            "Unset: connwatch runs its own embedded PostgreSQL in the data directory."
+        ),
+    )
+    data_dir: Path = Field(
+        default=Path(".connwatch"),
+        description="Where the embedded PostgreSQL, the generated key and the spool live.",
+    )
+    host: str = Field(default="127.0.0.1", description="Address the web server binds to.")
+    port: int = Field(default=8000, ge=1, le=65535, description="Port the web server binds to.")
+    secret_key: SecretStr | None = Field(
+        default=None,
+        description=(
+            "Fernet key that encrypts stored target passwords. Unset: read from "
+            "secret_key_file, or generated there on first run."
+        ),
+    )
+    secret_key_file: Path | None = Field(
+        default=None,
+        description="File holding the Fernet key. Default: <data_dir>/secret.key (mode 0600).",
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="Log level."
+    )
+    log_format: Literal["text", "json"] = Field(
+        default="text", description="Log line format: human text or one JSON object per line."
+    )
+    retention_raw_days: int = Field(
+        default=35, ge=1, description="Days raw samples are kept (whole partitions dropped)."
+    )
+    retention_1m_days: int = Field(default=400, ge=1, description="Days 1-minute rollups are kept.")
+    retention_1h_days: int = Field(
+        default=1826, ge=1, description="Days 1-hour rollups are kept (default 5 years)."
+    )
+    partition_days_ahead: int = Field(
+        default=7, ge=1, le=90, description="Daily sample partitions created ahead of time."
+    )
+    agent_name: str | None = Field(
+        default=None, description="This agent's name. Default: <hostname>-<pid>."
+    )
+    site: str = Field(default="default", description="Vantage point this agent probes from.")
+    spool_max_mb: int = Field(
+        default=512, ge=1, description="Upper bound of the agent's local spool while the store is away."
+    )
+    oracle_client_lib_dir: Path | None = Field(
+        default=None,
+        description="Oracle Client library directory: enables thick mode (and IPC) when set.",
+    )
+    tns_admin: Path | None = Field(
+        default=None, description="Directory with tnsnames.ora / sqlnet.ora for TNS aliases."
+    )
+
+    @field_validator("data_dir", mode="after")
+    @classmethod
+    def _absolute_data_dir(cls, v: Path) -> Path:
+        return v.expanduser().resolve()
+
+    @property
+    def key_file(self) -> Path:
+        return self.secret_key_file or (self.data_dir / "secret.key")
+
+    @property
+    def embedded(self) -> bool:
+        return self.database_url is None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

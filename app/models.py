@@ -1,0 +1,172 @@
+"""The relational schema (SQLAlchemy Core tables).
+
+Migrations in ``migrations/versions`` create exactly these tables; a test
+compares the migrated database with this metadata.
+
+- ``targets``: one database (an Oracle service or a PostgreSQL server). Its
+  credentials are either a Fernet token (``password_enc``) or a reference
+  resolved only when a probe runs (``password_ref``: ``env:NAME`` / ``file:PATH``).
+- ``modes``: one way of connecting to a target (dedicated / shared / pooled,
+  direct / unix / pgbouncer ...).
+- ``series``: one (mode, probe kind, site) with its interval and parameters.
+- ``samples``: one row per probe run, range-partitioned by day on
+  ``scheduled_at``; ``(series_id, scheduled_at)`` is the key, so writing the
+  same sample twice is harmless (``ON CONFLICT DO NOTHING``).
+- ``agents``: one row per agent process, its heartbeat and self-monitoring.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    DateTime,
+    ForeignKey,
+    Identity,
+    Integer,
+    MetaData,
+    SmallInteger,
+    Table,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+TARGET_KINDS = ("oracle", "postgres")
+ORACLE_MODES = ("dedicated", "shared", "pooled")
+POSTGRES_MODES = ("direct", "unix", "pgbouncer_session", "pgbouncer_transaction")
+PROBE_KINDS = ("connping", "sessionping", "poolacquire", "commit", "sweep")
+SAMPLE_STATUSES = ("ok", "error", "timeout", "skipped")
+
+
+def _ts(name: str, nullable: bool = False, default_now: bool = False) -> Column[object]:
+    return Column(
+        name,
+        DateTime(timezone=True),
+        nullable=nullable,
+        server_default=func.now() if default_now else None,
+    )
+
+
+targets = Table(
+    "targets",
+    metadata,
+    Column("id", Integer, Identity(), primary_key=True),
+    Column("name", Text, nullable=False, unique=True),
+    Column("kind", Text, nullable=False),
+    Column("description", Text, nullable=False, server_default=""),
+    # Connect string without credentials: Easy Connect, a tnsnames alias, or host:port/db.
+    Column("dsn", Text, nullable=False),
+    Column("username", Text, nullable=False),
+    Column("password_enc", Text, nullable=True),
+    Column("password_ref", Text, nullable=True),
+    Column("params", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("labels", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("enabled", Boolean, nullable=False, server_default=text("true")),
+    _ts("created_at", default_now=True),
+    _ts("updated_at", default_now=True),
+    CheckConstraint("kind in ('oracle', 'postgres')", name="kind"),
+    CheckConstraint("not (password_enc is not null and password_ref is not null)", name="one_secret"),
+)
+
+modes = Table(
+    "modes",
+    metadata,
+    Column("id", Integer, Identity(), primary_key=True),
+    Column("target_id", ForeignKey("targets.id", ondelete="CASCADE"), nullable=False),
+    Column("name", Text, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("transport", Text, nullable=False, server_default="tcp"),
+    Column("params", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("enabled", Boolean, nullable=False, server_default=text("true")),
+    UniqueConstraint("target_id", "name", name="uq_modes_target_name"),
+    CheckConstraint(
+        "kind in ('dedicated','shared','pooled','direct','unix',"
+        "'pgbouncer_session','pgbouncer_transaction')",
+        name="kind",
+    ),
+    CheckConstraint("transport in ('tcp','tcps','ipc','unix')", name="transport"),
+)
+
+series = Table(
+    "series",
+    metadata,
+    Column("id", Integer, Identity(), primary_key=True),
+    Column("mode_id", ForeignKey("modes.id", ondelete="CASCADE"), nullable=False),
+    Column("probe", Text, nullable=False),
+    Column("interval_ms", Integer, nullable=False),
+    Column("timeout_ms", Integer, nullable=False),
+    Column("params", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("enabled", Boolean, nullable=False, server_default=text("true")),
+    Column("site", Text, nullable=False, server_default="default"),
+    _ts("created_at", default_now=True),
+    _ts("updated_at", default_now=True),
+    UniqueConstraint("mode_id", "probe", "site", name="uq_series_mode_probe_site"),
+    CheckConstraint(
+        "probe in ('connping','sessionping','poolacquire','commit','sweep')", name="probe"
+    ),
+    CheckConstraint("interval_ms >= 100", name="interval"),
+    CheckConstraint("timeout_ms > 0 and timeout_ms <= interval_ms", name="timeout"),
+)
+
+# Partitioned by range on scheduled_at (one partition per UTC day); the migration
+# creates it with PARTITION BY and the partition helper function.
+samples = Table(
+    "samples",
+    metadata,
+    Column("series_id", Integer, nullable=False, primary_key=True),
+    Column("scheduled_at", DateTime(timezone=True), nullable=False, primary_key=True),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("status", Text, nullable=False),
+    Column("total_ns", BigInteger),
+    Column("logon_ns", BigInteger),
+    Column("ping_ns", BigInteger),
+    Column("query_ns", BigInteger),
+    Column("logoff_ns", BigInteger),
+    Column("commit_ns", BigInteger),
+    Column("acquire_ns", BigInteger),
+    Column("round_trips", SmallInteger),
+    Column("logon_phases", JSONB),
+    Column("error_class", Text),
+    Column("error_code", Text),
+    Column("error_phase", Text),
+    Column("error_message", Text),
+    Column("sid", Integer),
+    Column("serial", Integer),
+    Column("instance", Text),
+    Column("service", Text),
+    Column("server_type", Text),
+    Column("agent", Text),
+    Column("site", Text),
+    Column("extra", JSONB),
+    CheckConstraint("status in ('ok','error','timeout','skipped')", name="status"),
+    postgresql_partition_by="RANGE (scheduled_at)",
+)
+
+agents = Table(
+    "agents",
+    metadata,
+    Column("id", Integer, Identity(), primary_key=True),
+    Column("name", Text, nullable=False, unique=True),
+    Column("site", Text, nullable=False),
+    Column("version", Text, nullable=False),
+    Column("hostname", Text, nullable=False),
+    Column("pid", Integer, nullable=False),
+    _ts("started_at", default_now=True),
+    _ts("heartbeat_at", default_now=True),
+    Column("stats", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+)
