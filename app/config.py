@@ -67,7 +67,9 @@ class Settings(BaseSettings):
     )
     site: str = Field(default="default", description="Vantage point this agent probes from.")
     spool_max_mb: int = Field(
-        default=512, ge=1, description="Upper bound of the agent's local spool while the store is away."
+        default=512,
+        ge=1,
+        description="Upper bound of the agent's local spool while the store is away.",
     )
     oracle_client_lib_dir: Path | None = Field(
         default=None,

@@ -60,10 +60,10 @@ def start_embedded(data_dir: Path) -> str:
                 pgdata.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"cannot create data directory {pgdata}: {exc.strerror}") from None
-            import pgserver
+            import pgserver  # type: ignore[attr-defined,unused-ignore]
 
             try:
-                server = pgserver.get_server(pgdata, cleanup_mode="stop")
+                server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
             except Exception as exc:  # pgserver raises assorted errors; report them plainly
                 raise StoreError(
                     f"could not start the embedded PostgreSQL in {pgdata}: {exc}; "
@@ -110,6 +110,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     kwargs.setdefault("pool_pre_ping", True)
     kwargs.setdefault("pool_size", 5)
     kwargs.setdefault("max_overflow", 10)
+    kwargs.setdefault("connect_args", {"connect_timeout": 5})
     return create_engine(url, **kwargs)
 
 
@@ -119,8 +120,10 @@ def check_server(engine: Engine) -> int:
         with engine.connect() as conn:
             version = int(conn.execute(text("show server_version_num")).scalar_one())
     except SQLAlchemyError as exc:
-        reason = str(exc.orig if getattr(exc, "orig", None) else exc).strip().splitlines()[0]
-        raise StoreError(f"cannot reach PostgreSQL at {redact(str(engine.url))}: {reason}") from None
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise StoreError(
+            f"cannot reach PostgreSQL at {redact(str(engine.url))}: {reason}"
+        ) from None
     if version < MIN_SERVER_VERSION:
         raise StoreError(
             f"PostgreSQL at {redact(str(engine.url))} is version {version // 10000}; "

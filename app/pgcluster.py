@@ -27,7 +27,7 @@ class PgClusterError(RuntimeError):
 
 
 def find_pg_bindir() -> Path:
-    """The directory holding ``initdb``/``pg_ctl``/``postgres`` (Debian's first, then pgserver's)."""
+    """Where ``initdb``/``pg_ctl``/``postgres`` are (Debian's first, then pgserver's)."""
     for d in _SEARCH_DIRS:
         if Path(d, "pg_ctl").exists():
             return Path(d)

@@ -1,0 +1,308 @@
+"""The one command-line entry point: ``connwatch``.
+
+Every command turns expected failures (bad configuration, unreachable store, bad
+input files, a port in use) into one line on stderr and exit status 2, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from sqlalchemy.engine import Engine
+
+from app import __version__
+from app.config import Settings
+from app.credentials import SecretError
+from app.db import StoreError
+from app.targets import TargetsFileError
+
+cli = typer.Typer(
+    name="connwatch",
+    help="Continuous logon / round-trip latency monitoring for Oracle "
+    "(dedicated, shared, DRCP) and PostgreSQL.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+targets_cli = typer.Typer(help="Targets as code: import, export and list.", no_args_is_help=True)
+cli.add_typer(targets_cli, name="targets")
+
+
+class CliError(Exception):
+    """An expected failure: printed as one line, exit status 2."""
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"connwatch: error: {message}", err=True)
+    return typer.Exit(2)
+
+
+def load_settings() -> Settings:
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise CliError(
+            f"setting CONNWATCH_{field.upper()}: {err['msg']} (got {err.get('input')!r})"
+        ) from None
+    from app.logs import setup_logging
+
+    setup_logging(settings.log_level, settings.log_format)
+    return settings
+
+
+def open_store(settings: Settings, *, migrate_to_head: bool = False) -> Engine:
+    """Engine on the store (starting the embedded one), checked, optionally migrated."""
+    from app import migrate
+    from app.db import check_server, database_url, make_engine
+
+    engine = make_engine(database_url(settings))
+    check_server(engine)
+    if migrate_to_head:
+        migrate.upgrade(engine)
+    elif not migrate.is_at_head(engine):
+        raise CliError("the store is not migrated to the current schema: run 'connwatch migrate'")
+    return engine
+
+
+def check_port_free(host: str, port: int) -> None:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise CliError(
+                    f"{host}:{port} is already in use (set CONNWATCH_PORT or --port)"
+                ) from None
+            raise CliError(f"cannot bind {host}:{port}: {exc.strerror}") from None
+
+
+def warn_if_public(host: str) -> None:
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        typer.echo(
+            f"connwatch: warning: binding to {host}: connwatch has no login yet, so anyone who "
+            "can reach this address can see every target and change them",
+            err=True,
+        )
+
+
+# --------------------------------------------------------------------------- commands
+
+
+@cli.command()
+def version() -> None:
+    """Print connwatch's version."""
+    typer.echo(__version__)
+
+
+@cli.command()
+def migrate() -> None:
+    """Create or upgrade the store's schema to the current version."""
+    from app import migrate as migrations
+
+    settings = load_settings()
+    engine = open_store(settings, migrate_to_head=True)
+    typer.echo(f"store at schema {migrations.current_revision(engine)} (head)")
+    engine.dispose()
+
+
+HostOpt = Annotated[str | None, typer.Option(help="Bind address (default CONNWATCH_HOST).")]
+PortOpt = Annotated[int | None, typer.Option(help="Bind port (default CONNWATCH_PORT).")]
+
+
+def _run_web(settings: Settings, host: str | None, port: int | None, *, with_agent: bool) -> None:
+    import uvicorn
+
+    from app.web.app import create_app
+
+    host = host or settings.host
+    port = port or settings.port
+    warn_if_public(host)
+    check_port_free(host, port)
+    engine = open_store(settings, migrate_to_head=True)
+    app = create_app(engine)
+    if with_agent:
+        from app.agent import service
+
+        service.attach(app, engine, settings)
+    typer.echo(f"connwatch {__version__}: dashboard at http://{host}:{port}/")
+    uvicorn.run(app, host=host, port=port, log_config=None, lifespan="on")
+
+
+@cli.command()
+def serve(host: HostOpt = None, port: PortOpt = None) -> None:
+    """Run the web dashboard and the probing agent in one process."""
+    _run_web(load_settings(), host, port, with_agent=True)
+
+
+@cli.command()
+def web(host: HostOpt = None, port: PortOpt = None) -> None:
+    """Run only the web dashboard and API (agents run elsewhere)."""
+    _run_web(load_settings(), host, port, with_agent=False)
+
+
+@cli.command()
+def agent() -> None:
+    """Run only the probing agent: schedule probes and write samples."""
+    from app.agent import service
+
+    settings = load_settings()
+    engine = open_store(settings, migrate_to_head=True)
+    service.run_forever(engine, settings)
+
+
+@cli.command()
+def demo(
+    host: HostOpt = None,
+    port: PortOpt = None,
+    history: Annotated[
+        bool, typer.Option("--history", help="Also load a year of synthetic history.")
+    ] = False,
+) -> None:
+    """Start everything locally: embedded PostgreSQL, simulated Oracle databases, agent, web."""
+    from app import demo as demo_mod
+
+    demo_mod.run(load_settings(), host=host, port=port, history=history)
+
+
+@cli.command()
+def simulate() -> None:
+    """Run the built-in Oracle Net simulator (demo and test target)."""
+    raise CliError("'simulate' is not yet available")
+
+
+@cli.command()
+def connping() -> None:
+    """rwloadsim-style connping: a fresh logon, ping and query every interval."""
+    raise CliError("'connping' is not yet available")
+
+
+@cli.command()
+def ociping() -> None:
+    """rwloadsim-style ociping: one logon, then a ping every interval."""
+    raise CliError("'ociping' is not yet available")
+
+
+@cli.command()
+def sweep() -> None:
+    """Concurrent logon sweep: 1..N parallel logon loops per mode (seed 000)."""
+    raise CliError("'sweep' is not yet available")
+
+
+@cli.command("import-connping")
+def import_connping() -> None:
+    """Import a connping --csvoutput file as samples of a target and mode."""
+    raise CliError("'import-connping' is not yet available")
+
+
+# --------------------------------------------------------------------------- targets
+
+
+@targets_cli.command("import")
+def targets_import(
+    file: Annotated[Path, typer.Argument(help="YAML file with a 'targets' list.")],
+    prune: Annotated[
+        bool, typer.Option("--prune", help="Also delete targets, modes and probes not in FILE.")
+    ] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate only.")] = False,
+) -> None:
+    """Create or update targets from a YAML file (all or nothing)."""
+    from app.credentials import Vault
+    from app.targets import import_targets, load_targets_file
+
+    doc = load_targets_file(file)
+    if dry_run:
+        typer.echo(f"{file}: {len(doc.targets)} targets, valid")
+        return
+    settings = load_settings()
+    vault = Vault.from_settings(settings)
+    engine = open_store(settings, migrate_to_head=True)
+    with engine.begin() as conn:
+        res = import_targets(conn, doc, vault, prune=prune)
+    engine.dispose()
+    typer.echo(f"{file}: {res.created} created, {res.updated} updated, {res.removed} removed")
+
+
+@targets_cli.command("export")
+def targets_export(
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+    ] = None,
+    no_secrets: Annotated[
+        bool, typer.Option("--no-secrets", help="Leave out password references and tokens.")
+    ] = False,
+) -> None:
+    """Print every target as YAML that 'targets import' reads back."""
+    from app.targets import dump_yaml, export_targets
+
+    settings = load_settings()
+    engine = open_store(settings)
+    with engine.connect() as conn:
+        text_out = dump_yaml(export_targets(conn, include_secrets=not no_secrets))
+    engine.dispose()
+    if output is None:
+        typer.echo(text_out, nl=False)
+    else:
+        try:
+            output.write_text(text_out)
+        except OSError as exc:
+            raise CliError(f"cannot write {output}: {exc.strerror}") from None
+
+
+@targets_cli.command("list")
+def targets_list() -> None:
+    """List targets, their modes and how many probe series each has."""
+    from app.targets import list_targets
+
+    settings = load_settings()
+    engine = open_store(settings)
+    with engine.connect() as conn:
+        rows = list(list_targets(conn))
+    engine.dispose()
+    if not rows:
+        typer.echo("no targets (see 'connwatch targets import')")
+        return
+    typer.echo(f"{'NAME':<24} {'KIND':<9} {'MODES':<36} {'SERIES':>6}  DSN")
+    for r in rows:
+        flag = "" if r.enabled else " (disabled)"
+        typer.echo(f"{r.name:<24} {r.kind:<9} {r.modes:<36} {r.series:>6}  {r.dsn}{flag}")
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def main() -> None:
+    try:
+        cli(standalone_mode=False)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except (CliError, StoreError, SecretError) as exc:
+        raise SystemExit(_fail(str(exc)).exit_code) from None
+    except TargetsFileError as exc:
+        for line in exc.errors:
+            typer.echo(f"connwatch: error: {line}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # click usage errors and aborts
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(130)
+        raise
+
+
+if __name__ == "__main__":
+    main()
