@@ -282,9 +282,7 @@ def targets_list() -> None:
 
 def main() -> None:
     try:
-        cli(standalone_mode=False)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
+        cli()  # standalone: click reports usage errors itself (exit 2)
     except (CliError, StoreError, SecretError) as exc:
         raise SystemExit(_fail(str(exc)).exit_code) from None
     except TargetsFileError as exc:
@@ -293,15 +291,6 @@ def main() -> None:
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
-    except Exception as exc:  # click usage errors and aborts
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(130)
-        raise
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ any PostgreSQL >= 14 is used as it is.
 from __future__ import annotations
 
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,10 @@ def start_embedded(data_dir: Path) -> str:
                 pgdata.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"cannot create data directory {pgdata}: {exc.strerror}") from None
-            import pgserver  # type: ignore[attr-defined,unused-ignore]
+            with warnings.catch_warnings():
+                # platformdirs warns that XDG_RUNTIME_DIR is unset (services, containers)
+                warnings.simplefilter("ignore")
+                import pgserver  # type: ignore[attr-defined,unused-ignore]
 
             try:
                 server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]

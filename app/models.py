@@ -80,7 +80,9 @@ targets = Table(
     _ts("created_at", default_now=True),
     _ts("updated_at", default_now=True),
     CheckConstraint("kind in ('oracle', 'postgres')", name="kind"),
-    CheckConstraint("not (password_enc is not null and password_ref is not null)", name="one_secret"),
+    CheckConstraint(
+        "not (password_enc is not null and password_ref is not null)", name="one_secret"
+    ),
 )
 
 modes = Table(

@@ -149,7 +149,8 @@ class TargetEntry(_Strict):
         for i, m in enumerate(self.modes):
             if m.kind not in allowed:
                 raise ValueError(
-                    f"modes[{i}].kind: {m.kind!r} is not a {self.kind} mode "
+                    f"modes[{i}].kind: {m.kind!r} is not {'an' if self.kind == 'oracle' else 'a'} "
+                    f"{self.kind} mode "
                     f"(one of {', '.join(allowed)})"
                 )
             if m.name in names:
@@ -197,6 +198,16 @@ def _format_loc(loc: tuple[int | str, ...]) -> str:
     return out
 
 
+_MSG_PATH = re.compile(r"^([A-Za-z_]+(?:\[\d+\])?(?:\.[A-Za-z_]+(?:\[\d+\])?)*): (.*)$", re.S)
+
+
+def _split_path(path: str) -> tuple[int | str, ...]:
+    out: list[int | str] = []
+    for part in re.findall(r"[A-Za-z_]+|\[\d+\]", path):
+        out.append(int(part[1:-1]) if part.startswith("[") else part)
+    return tuple(out)
+
+
 def parse_targets(text: str, source: str) -> TargetsFile:
     """Parse and validate a targets document; raise :class:`TargetsFileError` on any problem."""
     try:
@@ -215,8 +226,13 @@ def parse_targets(text: str, source: str) -> TargetsFile:
     except ValidationError as exc:
         lines = []
         for err in exc.errors():
-            loc = tuple(err["loc"])
             msg = err["msg"].removeprefix("Value error, ")
+            loc = tuple(err["loc"])
+            # model-level checks name their own field path ("modes[0].kind: ..."): merge it
+            m = _MSG_PATH.match(msg)
+            if m:
+                loc += _split_path(m.group(1))
+                msg = m.group(2)
             if len(loc) >= 2 and loc[0] == "targets" and isinstance(loc[1], int):
                 field = _format_loc(loc[2:]) or "(entry)"
                 lines.append(f"{source}: {_entry_label(raw, loc[1])}: {field}: {msg}")

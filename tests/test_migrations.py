@@ -42,12 +42,16 @@ def test_head_has_every_model_column(engine: Engine) -> None:
 def test_samples_are_partitioned_by_day_ahead_of_time(engine: Engine) -> None:
     migrate.upgrade(engine)
     with engine.begin() as conn:
-        parts = conn.execute(
-            text(
-                "select c.relname from pg_inherits i join pg_class c on c.oid = i.inhrelid "
-                "join pg_class p on p.oid = i.inhparent where p.relname = 'samples'"
+        parts = (
+            conn.execute(
+                text(
+                    "select c.relname from pg_inherits i join pg_class c on c.oid = i.inhrelid "
+                    "join pg_class p on p.oid = i.inhparent where p.relname = 'samples'"
+                )
             )
-        ).scalars().all()
+            .scalars()
+            .all()
+        )
         today = datetime.now(UTC).date()
         assert f"samples_p{today:%Y%m%d}" in parts
         assert len(parts) >= 8

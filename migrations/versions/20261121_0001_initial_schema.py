@@ -61,8 +61,12 @@ def upgrade() -> None:
         sa.Column("params", JSONB, nullable=False, server_default=_EMPTY),
         sa.Column("labels", JSONB, nullable=False, server_default=_EMPTY),
         sa.Column("enabled", sa.Boolean, nullable=False, server_default=sa.true()),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+        sa.Column(
+            "created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()
+        ),
+        sa.Column(
+            "updated_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()
+        ),
         sa.PrimaryKeyConstraint("id", name="pk_targets"),
         sa.UniqueConstraint("name", name="uq_targets_name"),
         sa.CheckConstraint("kind in ('oracle', 'postgres')", name="ck_targets_kind"),
@@ -102,8 +106,12 @@ def upgrade() -> None:
         sa.Column("params", JSONB, nullable=False, server_default=_EMPTY),
         sa.Column("enabled", sa.Boolean, nullable=False, server_default=sa.true()),
         sa.Column("site", sa.Text, nullable=False, server_default="default"),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+        sa.Column(
+            "created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()
+        ),
+        sa.Column(
+            "updated_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()
+        ),
         sa.PrimaryKeyConstraint("id", name="pk_series"),
         sa.ForeignKeyConstraint(
             ["mode_id"], ["modes.id"], ondelete="CASCADE", name="fk_series_mode_id_modes"
@@ -114,7 +122,9 @@ def upgrade() -> None:
             name="ck_series_probe",
         ),
         sa.CheckConstraint("interval_ms >= 100", name="ck_series_interval"),
-        sa.CheckConstraint("timeout_ms > 0 and timeout_ms <= interval_ms", name="ck_series_timeout"),
+        sa.CheckConstraint(
+            "timeout_ms > 0 and timeout_ms <= interval_ms", name="ck_series_timeout"
+        ),
     )
     op.execute(
         """
@@ -162,8 +172,12 @@ def upgrade() -> None:
         sa.Column("version", sa.Text, nullable=False),
         sa.Column("hostname", sa.Text, nullable=False),
         sa.Column("pid", sa.Integer, nullable=False),
-        sa.Column("started_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
-        sa.Column("heartbeat_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+        sa.Column(
+            "started_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()
+        ),
+        sa.Column(
+            "heartbeat_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()
+        ),
         sa.Column("stats", JSONB, nullable=False, server_default=_EMPTY),
         sa.PrimaryKeyConstraint("id", name="pk_agents"),
         sa.UniqueConstraint("name", name="uq_agents_name"),

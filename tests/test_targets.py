@@ -1,0 +1,169 @@
+"""Targets as code: validation messages, import/export round trip, secrets never in clear."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cryptography.fernet import Fernet
+from sqlalchemy import create_engine, select, text
+from sqlalchemy.engine import Engine
+
+from app import migrate
+from app.credentials import Vault
+from app.models import modes, series, targets
+from app.targets import (
+    TargetsFileError,
+    dump_yaml,
+    export_targets,
+    import_targets,
+    load_targets_file,
+    parse_targets,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def engine(pg_url: str) -> Iterator[Engine]:
+    eng = create_engine(pg_url)
+    migrate.upgrade(eng)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def vault() -> Vault:
+    return Vault(Fernet.generate_key())
+
+
+def errors_of(doc: str) -> list[str]:
+    with pytest.raises(TargetsFileError) as info:
+        parse_targets(doc, "t.yaml")
+    return info.value.errors
+
+
+BAD_FILES = [
+    ("targets: [\n  {name: a\n", "t.yaml:3:1: not valid YAML"),
+    ("- just a list\n", "t.yaml: expected a mapping with a 'targets' list"),
+    (
+        "targets:\n  - {name: x, kind: mysql, dsn: h/s, username: u, modes: [{name: direct}]}\n",
+        "t.yaml: target #1 'x': kind: Input should be 'oracle' or 'postgres'",
+    ),
+    (
+        "targets:\n  - {name: x, kind: oracle, dsn: h/s, username: u, modes: [{name: direct}]}\n",
+        "t.yaml: target #1 'x': modes[0].kind: 'direct' is not an oracle mode",
+    ),
+    (
+        "targets:\n  - {name: ok, kind: postgres, dsn: h/d, username: u, modes: [{name: direct}]}\n"
+        "  - {name: y, kind: oracle, dsn: h/s, username: u,\n"
+        "     modes: [{name: dedicated, probes: [{probe: connping, interval: 1s, timeout: 2s}]}]}\n",
+        "t.yaml: target #2 'y': modes[0].probes[0]: timeout (2s) must not exceed interval (1s)",
+    ),
+    (
+        "targets:\n  - {name: z, kind: oracle, dsn: h/s, username: u,\n"
+        "     modes: [{name: dedicated, probes: [{probe: connping, interval: often}]}]}\n",
+        "t.yaml: target #1 'z': modes[0].probes[0].interval: expected a duration",
+    ),
+    (
+        "targets:\n  - {name: z, kind: oracle, dsn: scott/tiger@h/s, username: u,"
+        " modes: [{name: dedicated}]}\n",
+        "t.yaml: target #1 'z': dsn: the dsn must not contain credentials",
+    ),
+    (
+        "targets:\n  - {name: z, kind: oracle, dsn: h/s, username: u, colour: red,"
+        " modes: [{name: dedicated}]}\n",
+        "t.yaml: target #1 'z': colour: Extra inputs are not permitted",
+    ),
+    (
+        "targets:\n  - {name: a, kind: oracle, dsn: h/s, username: u, modes: [{name: dedicated}]}\n"
+        "  - {name: a, kind: oracle, dsn: h/s, username: u, modes: [{name: dedicated}]}\n",
+        "t.yaml: target #2 'a': name: target 'a' listed twice",
+    ),
+]
+
+
+@pytest.mark.parametrize(("doc", "expected"), BAD_FILES)
+def test_bad_files_name_file_entry_and_field(doc: str, expected: str) -> None:
+    errors = errors_of(doc)
+    assert any(e.startswith(expected) for e in errors), errors
+
+
+def test_example_file_is_valid_and_covers_all_oracle_modes_and_postgres() -> None:
+    doc = load_targets_file(ROOT / "targets.example.yaml")
+    kinds = {t.kind for t in doc.targets}
+    assert kinds == {"oracle", "postgres"}
+    oracle_modes = {m.kind for t in doc.targets if t.kind == "oracle" for m in t.modes}
+    assert {"dedicated", "shared", "pooled"} <= oracle_modes
+
+
+def test_import_export_round_trip(engine: Engine, vault: Vault) -> None:
+    doc = load_targets_file(ROOT / "targets.example.yaml")
+    with engine.begin() as conn:
+        res = import_targets(conn, doc, vault)
+    assert (res.created, res.updated) == (3, 0)
+    with engine.connect() as conn:
+        exported = export_targets(conn)
+    again = parse_targets(dump_yaml(exported), "export.yaml")
+    with engine.begin() as conn:
+        res2 = import_targets(conn, again, vault)
+        assert (res2.created, res2.updated) == (0, 3)
+        exported2 = export_targets(conn)
+    assert exported2 == exported
+    assert again.model_dump() == parse_targets(dump_yaml(exported2), "x").model_dump()
+    # what was imported is what the example says, series by series
+    with engine.connect() as conn:
+        n_series = conn.execute(select(text("count(*)")).select_from(series)).scalar_one()
+    assert n_series == sum(len(m.probes) for t in doc.targets for m in t.modes)
+
+
+def test_literal_password_is_stored_encrypted_and_exported_only_as_token(
+    engine: Engine, vault: Vault
+) -> None:
+    doc = parse_targets(
+        "targets:\n  - {name: p, kind: oracle, dsn: h:1521/s, username: u,"
+        " password: 's3cr3t-Pw', modes: [{name: dedicated}]}\n",
+        "t.yaml",
+    )
+    with engine.begin() as conn:
+        import_targets(conn, doc, vault)
+        row = conn.execute(select(targets)).mappings().one()
+        dump = conn.execute(text("select row_to_json(t)::text from targets t")).scalar_one()
+        exported = dump_yaml(export_targets(conn))
+        no_secrets = dump_yaml(export_targets(conn, include_secrets=False))
+    assert "s3cr3t-Pw" not in dump
+    assert row["password_ref"] is None
+    assert vault.decrypt(row["password_enc"]) == "s3cr3t-Pw"
+    assert "s3cr3t-Pw" not in exported
+    assert "password_encrypted" in exported
+    assert "password" not in no_secrets
+
+
+def test_reimport_without_password_keeps_the_stored_one(engine: Engine, vault: Vault) -> None:
+    first = "targets:\n  - {name: p, kind: oracle, dsn: h/s, username: u, password: env:PW, modes: [{name: dedicated}]}\n"
+    second = "targets:\n  - {name: p, kind: oracle, dsn: h/s, username: v, modes: [{name: dedicated}]}\n"
+    with engine.begin() as conn:
+        import_targets(conn, parse_targets(first, "a"), vault)
+        import_targets(conn, parse_targets(second, "b"), vault)
+        row = conn.execute(select(targets)).mappings().one()
+    assert (row["username"], row["password_ref"]) == ("v", "env:PW")
+
+
+def test_prune_removes_what_the_file_does_not_name(engine: Engine, vault: Vault) -> None:
+    doc = load_targets_file(ROOT / "targets.example.yaml")
+    small = parse_targets(
+        "targets:\n  - name: sales-prod\n    kind: oracle\n    dsn: h/s\n    username: u\n"
+        "    modes:\n      - {name: shared}\n",
+        "small.yaml",
+    )
+    with engine.begin() as conn:
+        import_targets(conn, doc, vault)
+        res = import_targets(conn, small, vault, prune=True)
+        names = conn.execute(select(targets.c.name)).scalars().all()
+        mode_names = conn.execute(select(modes.c.name)).scalars().all()
+        probes = conn.execute(select(series.c.probe)).scalars().all()
+    assert res.removed == 2
+    assert names == ["sales-prod"]
+    assert mode_names == ["shared"]
+    assert probes == ["connping"]
