@@ -1,0 +1,61 @@
+"""Names shared by the store's SQL: timing phases, rollup grains and their columns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+from sqlalchemy.engine import Connection
+
+# Timing phases kept in rollups (``<phase>_ns`` in samples). ``total`` first.
+PHASES: tuple[str, ...] = ("total", "logon", "ping", "query", "logoff", "commit", "acquire")
+
+# Every bucket boundary is a multiple of its width from this instant (a Monday, UTC),
+# so minutes, hours, days and weeks all align and no session time zone matters.
+ORIGIN_SQL = "timestamptz '2000-01-03 00:00:00+00'"
+
+PHASE_COLUMNS: tuple[str, ...] = ("n", "min", "max", "sum", "p50", "p95", "p99", "hi", "hc")
+COUNT_COLUMNS: tuple[str, ...] = ("n", "n_ok", "n_error", "n_timeout", "n_skipped")
+ERROR_COLUMNS: tuple[str, ...] = ("err_class", "err_code")
+
+
+@dataclass(frozen=True, slots=True)
+class Grain:
+    name: str  # "raw", "1m", "1h", "1d"
+    table: str
+    width: timedelta
+    sql_width: str
+
+
+RAW = Grain("raw", "samples", timedelta(0), "0")
+MINUTE = Grain("1m", "rollup_1m", timedelta(minutes=1), "1 minute")
+HOUR = Grain("1h", "rollup_1h", timedelta(hours=1), "1 hour")
+DAY = Grain("1d", "rollup_1d", timedelta(days=1), "1 day")
+ROLLUP_GRAINS: tuple[Grain, ...] = (MINUTE, HOUR, DAY)
+
+
+def phase_columns(phases: tuple[str, ...] = PHASES) -> list[str]:
+    return [f"{p}_{c}" for p in phases for c in PHASE_COLUMNS]
+
+
+def rollup_value_columns(phases: tuple[str, ...] = PHASES) -> list[str]:
+    """Columns of a rollup row other than its key (series_id, bucket)."""
+    return [*COUNT_COLUMNS, *ERROR_COLUMNS, *phase_columns(phases)]
+
+
+def check_phase(phase: str) -> str:
+    if phase not in PHASES:
+        raise ValueError(f"unknown timing phase {phase!r}; expected one of {', '.join(PHASES)}")
+    return phase
+
+
+def driver_connection(conn: Connection | psycopg.Connection[Any]) -> psycopg.Connection[Any]:
+    """The psycopg connection under a SQLAlchemy connection (or the argument itself)."""
+    if isinstance(conn, psycopg.Connection):
+        return conn
+    raw = conn.connection.driver_connection
+    if not isinstance(raw, psycopg.Connection):
+        raise TypeError("the store needs the psycopg (postgresql+psycopg://) driver")
+    return raw

@@ -1,0 +1,125 @@
+"""Builds the SQL that merges samples or rollup rows into coarser rollup rows.
+
+One builder serves maintenance (raw -> 1 minute -> 1 hour -> 1 day) and the read
+queries (any set of rows -> one row per chart bucket, mode, weekday-hour cell...).
+The caller supplies ``src``: a SELECT whose rows carry the grouping ``keys`` plus
+either raw sample columns (``raw=True``: ``status``, ``error_class``,
+``error_code``, ``<phase>_ns``) or rollup columns (``n``, ``n_ok``, ...,
+``<phase>_n/_min/_max/_sum/_hi/_hc``). The result has the keys and the rollup
+columns (see :mod:`app.store.layout`), percentiles included. Timings are only
+taken from samples whose status is ``ok``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.store.hist import SQL_INDEX, SQL_VALUE
+from app.store.layout import PHASES
+
+_Q = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
+
+
+def merged_sql(
+    src: str,
+    keys: Sequence[str],
+    *,
+    raw: bool,
+    phases: Sequence[str] = PHASES,
+    errors: bool = True,
+    hist: bool = True,
+) -> str:
+    """``WITH ... SELECT`` producing one merged row per distinct ``keys``."""
+    if not keys:
+        raise ValueError("merged_sql needs at least one grouping key")
+    k = ", ".join(keys)
+    ctes = [f"src as materialized ({src})"]
+
+    base_cols: list[str] = []
+    if raw:
+        base_cols += [
+            "count(*)::int as n",
+            "(count(*) filter (where status = 'ok'))::int as n_ok",
+            "(count(*) filter (where status = 'error'))::int as n_error",
+            "(count(*) filter (where status = 'timeout'))::int as n_timeout",
+            "(count(*) filter (where status = 'skipped'))::int as n_skipped",
+        ]
+        for p in phases:
+            ok = "filter (where status = 'ok')"
+            base_cols += [
+                f"nullif(count({p}_ns) {ok}, 0)::int as {p}_n",
+                f"min({p}_ns) {ok} as {p}_min",
+                f"max({p}_ns) {ok} as {p}_max",
+                f"(sum({p}_ns) {ok})::bigint as {p}_sum",
+            ]
+    else:
+        base_cols += [f"sum({c})::int as {c}" for c in ("n", "n_ok", "n_error", "n_timeout")]
+        base_cols += ["sum(n_skipped)::int as n_skipped"]
+        for p in phases:
+            base_cols += [
+                f"sum({p}_n)::int as {p}_n",
+                f"min({p}_min) as {p}_min",
+                f"max({p}_max) as {p}_max",
+                f"sum({p}_sum)::bigint as {p}_sum",
+            ]
+    ctes.append(f"base as (select {k}, {', '.join(base_cols)} from src group by {k})")
+
+    if errors:
+        for col in ("err_class", "err_code"):
+            if raw:
+                field = "error_class" if col == "err_class" else "error_code"
+                inner = (
+                    f"select {k}, {field}::text as ek, count(*)::int as ev from src "
+                    f"where {field} is not null and status <> 'ok' group by {k}, {field}"
+                )
+            else:
+                inner = (
+                    f"select {k}, e.key as ek, sum(e.value::int)::int as ev "
+                    f"from src, jsonb_each_text(src.{col}) e group by {k}, e.key"
+                )
+            ctes.append(
+                f"{col} as (select {k}, jsonb_object_agg(ek, ev) as {col} "
+                f"from ({inner}) x group by {k})"
+            )
+
+    for p in phases:
+        if raw:
+            entries = (
+                f"select {k}, {SQL_INDEX.format(v=p + '_ns')} as i, 1 as c from src "
+                f"where status = 'ok' and {p}_ns is not null"
+            )
+        else:
+            entries = (
+                f"select {k}, u.i, u.c from src, unnest(src.{p}_hi, src.{p}_hc) as u(i, c) "
+                f"where src.{p}_hi is not null"
+            )
+        ctes.append(
+            f"h_{p} as (select {k}, i, sum(c)::int as c from ({entries}) e group by {k}, i)"
+        )
+        qcols = [
+            f"min(i) filter (where cum >= ceil({q} * tot - 1e-9)) as {name}"
+            for name, q in _Q.items()
+        ]
+        if hist:
+            qcols += ["array_agg(i order by i) as hi", "array_agg(c order by i) as hc"]
+        ctes.append(
+            f"q_{p} as (select {k}, {', '.join(qcols)} from ("
+            f"select {k}, i, c, sum(c) over (partition by {k} order by i) as cum, "
+            f"sum(c) over (partition by {k}) as tot from h_{p}) w group by {k})"
+        )
+
+    out = [f"base.{key}" for key in keys]
+    out += [f"base.{c}" for c in ("n", "n_ok", "n_error", "n_timeout", "n_skipped")]
+    joins = []
+    if errors:
+        out += ["err_class.err_class", "err_code.err_code"]
+        joins += [f"left join err_class using ({k})", f"left join err_code using ({k})"]
+    for p in phases:
+        out += [f"base.{p}_n", f"base.{p}_min", f"base.{p}_max", f"base.{p}_sum"]
+        for name in _Q:
+            v = SQL_VALUE.format(i=f"q_{p}.{name}")
+            out.append(f"least(greatest({v}, base.{p}_min), base.{p}_max)::real as {p}_{name}")
+        if hist:
+            out += [f"q_{p}.hi::smallint[] as {p}_hi", f"q_{p}.hc as {p}_hc"]
+        joins.append(f"left join q_{p} using ({k})")
+    return "with " + ",\n".join(ctes) + f"\nselect {', '.join(out)}\nfrom base {' '.join(joins)}"

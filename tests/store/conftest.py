@@ -1,0 +1,84 @@
+"""Store tests run against a real PostgreSQL migrated to head (one fresh database per test)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Engine
+
+from app import migrate
+from app.samples import ErrorClass, Sample, SampleStatus
+
+
+@pytest.fixture
+def engine(pg_url: str) -> Iterator[Engine]:
+    eng = create_engine(pg_url)
+    migrate.upgrade(eng)
+    try:
+        yield eng
+    finally:
+        eng.dispose()
+
+
+def make_series(engine: Engine, target: str, modes: dict[str, int] | None = None) -> dict[str, int]:
+    """Create one Oracle target with the given modes (name -> interval ms); mode -> series id."""
+    modes = modes or {"dedicated": 10000}
+    out: dict[str, int] = {}
+    with engine.begin() as conn:
+        tid = conn.execute(
+            text(
+                "insert into targets (name, kind, dsn, username) "
+                "values (:n, 'oracle', 'db:1521/svc', 'u') returning id"
+            ),
+            {"n": target},
+        ).scalar_one()
+        for name, interval in modes.items():
+            mid = conn.execute(
+                text("insert into modes (target_id, name, kind) values (:t, :n, :n) returning id"),
+                {"t": tid, "n": name},
+            ).scalar_one()
+            out[name] = conn.execute(
+                text(
+                    "insert into series (mode_id, probe, interval_ms, timeout_ms) "
+                    "values (:m, 'connping', :i, :i) returning id"
+                ),
+                {"m": mid, "i": interval},
+            ).scalar_one()
+    return out
+
+
+def ok(series_id: int, at: datetime, total_ms: float, **kw: Any) -> Sample:
+    ns = int(total_ms * 1_000_000)
+    return Sample(
+        series_id=series_id,
+        scheduled_at=at,
+        started_at=at + timedelta(microseconds=250),
+        status=SampleStatus.OK,
+        total_ns=ns,
+        logon_ns=kw.pop("logon_ns", int(ns * 0.8)),
+        logoff_ns=kw.pop("logoff_ns", ns - int(ns * 0.8)),
+        **kw,
+    )
+
+
+def failed(
+    series_id: int, at: datetime, code: str = "ORA-12520", cls: ErrorClass = ErrorClass.TNS
+) -> Sample:
+    status = SampleStatus.TIMEOUT if cls is ErrorClass.TIMEOUT else SampleStatus.ERROR
+    return Sample(
+        series_id=series_id,
+        scheduled_at=at,
+        started_at=at,
+        status=status,
+        error_class=cls,
+        error_code=code,
+        error_phase="logon",
+        error_message="listener could not find available handler",
+    )
+
+
+T0 = datetime(2026, 11, 2, 0, 0, tzinfo=UTC)  # a Monday
