@@ -22,7 +22,9 @@ ALL_COMMANDS = [
 ]  # fmt: skip
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("CONNWATCH_")}
     full_env.update(env or {})
     return subprocess.run(
@@ -108,12 +110,16 @@ def test_targets_import_export_list_and_bad_file_changes_nothing(
 
     bad = tmp_path / "bad.yaml"
     bad.write_text(
-        "targets:\n  - {name: new-one, kind: oracle, dsn: h/s, username: u, modes: [{name: dedicated}]}\n"
-        "  - {name: broken, kind: oracle, dsn: h/s, username: u, modes: [{name: pooled, transport: smoke}]}\n"
+        "targets:\n"
+        "  - {name: new-one, kind: oracle, dsn: h/s, username: u, modes: [{name: dedicated}]}\n"
+        "  - {name: broken, kind: oracle, dsn: h/s, username: u,\n"
+        "     modes: [{name: pooled, transport: smoke}]}\n"
     )
     res = run_cli("targets", "import", str(bad), env=store_env)
     assert_clean_failure(res, f"{bad}: target #2 'broken': modes[0].transport:")
-    engine = create_engine(store_env["CONNWATCH_DATABASE_URL"].replace("postgresql://", "postgresql+psycopg://"))
+    engine = create_engine(
+        store_env["CONNWATCH_DATABASE_URL"].replace("postgresql://", "postgresql+psycopg://")
+    )
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(targets)).scalar_one() == 3
     engine.dispose()

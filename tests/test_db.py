@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import psycopg
 import pytest
 from sqlalchemy import text
 
@@ -65,8 +64,8 @@ def test_bad_urls_give_one_clear_line() -> None:
     with pytest.raises(StoreError) as info:
         check_server(engine)
     msg = str(info.value)
-    assert msg.startswith("cannot reach PostgreSQL at postgresql+psycopg://someone:***@127.0.0.1:1/nodb")
+    assert msg.startswith(
+        "cannot reach PostgreSQL at postgresql+psycopg://someone:***@127.0.0.1:1/nodb"
+    )
     assert "hunter2" not in msg
     assert "hunter2" not in redact("postgresql://someone:hunter2@h/d")
-
-

@@ -58,7 +58,8 @@ BAD_FILES = [
     (
         "targets:\n  - {name: ok, kind: postgres, dsn: h/d, username: u, modes: [{name: direct}]}\n"
         "  - {name: y, kind: oracle, dsn: h/s, username: u,\n"
-        "     modes: [{name: dedicated, probes: [{probe: connping, interval: 1s, timeout: 2s}]}]}\n",
+        "     modes: [{name: dedicated,\n"
+        "              probes: [{probe: connping, interval: 1s, timeout: 2s}]}]}\n",
         "t.yaml: target #2 'y': modes[0].probes[0]: timeout (2s) must not exceed interval (1s)",
     ),
     (
@@ -141,8 +142,13 @@ def test_literal_password_is_stored_encrypted_and_exported_only_as_token(
 
 
 def test_reimport_without_password_keeps_the_stored_one(engine: Engine, vault: Vault) -> None:
-    first = "targets:\n  - {name: p, kind: oracle, dsn: h/s, username: u, password: env:PW, modes: [{name: dedicated}]}\n"
-    second = "targets:\n  - {name: p, kind: oracle, dsn: h/s, username: v, modes: [{name: dedicated}]}\n"
+    first = (
+        "targets:\n  - {name: p, kind: oracle, dsn: h/s, username: u, password: env:PW,\n"
+        "     modes: [{name: dedicated}]}\n"
+    )
+    second = (
+        "targets:\n  - {name: p, kind: oracle, dsn: h/s, username: v, modes: [{name: dedicated}]}\n"
+    )
     with engine.begin() as conn:
         import_targets(conn, parse_targets(first, "a"), vault)
         import_targets(conn, parse_targets(second, "b"), vault)
