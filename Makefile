@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export UV_PYTHON_DOWNLOADS := never
 RUN := .venv/bin/python -m
-LINTED := app tests bench migrations
+LINTED := $(wildcard app tests bench migrations)
 
 .PHONY: demo test venv lint typecheck pytest serve clean
 
