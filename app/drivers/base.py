@@ -1,0 +1,114 @@
+"""What the probes need from a database driver: a session with timed-able calls.
+
+Both drivers (:mod:`app.drivers.oracle`, :mod:`app.drivers.postgres`) return a
+:class:`Session`. Each method is exactly one driver call (one round trip unless
+said otherwise), so a probe can time it with nothing else inside the timer.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """Who served us: read with an untimed query after logon."""
+
+    sid: int | None
+    serial: int | None
+    instance: str | None
+    service: str | None
+    server_type: str | None
+    instance_number: int | None = None
+
+
+class Session(Protocol):
+    async def ping(self) -> None:
+        """The cheapest round trip (Oracle: OCIPing; PostgreSQL: an empty query)."""
+
+    async def query(self) -> None:
+        """``select 1 from dual`` (PostgreSQL ``select 1``): execute and fetch."""
+
+    async def info(self) -> SessionInfo:
+        """Session identity; one untimed round trip."""
+
+    async def insert(self, table: str, probe_id: str) -> None:
+        """Insert one row into the commit probe's scratch table (no commit)."""
+
+    async def commit(self) -> None: ...
+
+    async def purge(self, table: str, probe_id: str, keep_seconds: int) -> None:
+        """Delete this probe's rows older than ``keep_seconds`` and commit."""
+
+    async def close(self) -> None:
+        """Log off and close the network connection."""
+
+    @property
+    def round_trips(self) -> int | None:
+        """Round trips made on this session so far (``None`` if the driver cannot tell)."""
+
+
+class RoundTripLog:
+    """Counts round trips and stamps when each one started (python-oracledb thin).
+
+    Passed as ``round_trip_callback``: python-oracledb calls it with the round
+    trip's name just before sending the request. It returns no completion
+    callable, so the cost per round trip is one Python call and a clock read.
+    """
+
+    __slots__ = ("events",)
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int]] = []
+
+    def __call__(self, name: str) -> None:
+        self.events.append((name, time.perf_counter_ns()))
+
+    @property
+    def count(self) -> int:
+        return len(self.events)
+
+
+_PHASE_NAMES = {
+    "connect": "connect",
+    "protocol": "protocol",
+    "data_types": "data_types",
+    "fast_authorization": "fast_auth",
+    "network_services": "network_services",
+}
+
+
+def logon_phases(start_ns: int, end_ns: int, events: list[tuple[str, int]]) -> dict[str, int]:
+    """Split one logon into contiguous phases that add up to ``end_ns - start_ns``.
+
+    ``tcp_connect`` runs from the connect call until the first Oracle Net request
+    (address resolution, TCP handshake and, for tcps, the TLS handshake). Each
+    round trip then runs from its request until the next request starts (the
+    last one until connect returned), so it includes the client work that
+    follows its reply (the password-key derivation after ``auth1``, the session
+    set-up after ``auth2``). ``authorization`` round trips are named ``auth1``,
+    ``auth2``; a repeated name (a RESEND, or the CONNECT sent again after a
+    REDIRECT to a shared-server dispatcher, whose TCP connect then falls in the
+    first ``connect``) gets a ``_2``, ``_3`` suffix.
+    """
+    phases: dict[str, int] = {}
+    if not events:
+        phases["tcp_connect"] = end_ns - start_ns
+        return phases
+    phases["tcp_connect"] = events[0][1] - start_ns
+    auth = 0
+    for i, (name, at) in enumerate(events):
+        nxt = events[i + 1][1] if i + 1 < len(events) else end_ns
+        if name == "authorization":
+            auth += 1
+            label = f"auth{auth}"
+        else:
+            label = _PHASE_NAMES.get(name, name)
+        base, n = label, 1
+        while label in phases:
+            n += 1
+            label = f"{base}_{n}"
+        phases[label] = nxt - at
+    return phases

@@ -1,0 +1,243 @@
+"""How connwatch connects to Oracle: python-oracledb, thin mode by default.
+
+Thin mode (no Oracle Client) uses the asyncio API (``oracledb.connect_async``,
+``oracledb.create_pool_async``); every connect is cancellable, so the runner's
+deadline can cut a logon that hangs. Thick mode is opt-in: set
+``OracleEndpoint.thick_lib_dir`` to an Oracle Client library directory. Thick mode
+has no asyncio API, so its calls run in a worker thread (``asyncio.to_thread``);
+the deadline still ends the probe run on time, but a hung thick call keeps its
+thread until the client library gives up (set a connect timeout). Thick mode is
+also the only way to use ``ipc`` (and bequeath). It cannot be tested here (no
+Oracle Client on these machines) and has no round-trip breakdown
+(``round_trip_callback`` is thin only).
+
+Per mode (see :class:`app.probes.spec.OracleEndpoint`): ``server_type``
+(dedicated / shared / pooled), DRCP ``cclass`` and ``purity``, implicit pooling
+``pool_boundary``, ``tcp``/``tcps`` with ``wallet_location``, ``sdu``, the TCP
+connect timeout, and an Easy Connect string or a tnsnames.ora alias resolved in
+``config_dir``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import oracledb
+
+from app.drivers.base import RoundTripLog, SessionInfo
+from app.probes.spec import OracleEndpoint, Purity
+
+# The untimed identity query: connping's sys_context query plus the server type.
+INFO_SQL = (
+    "select sys_context('USERENV','SID'), sys_context('USERENV','INSTANCE'),"
+    " sys_context('USERENV','SERVER_TYPE') from dual"
+)
+# connping's own query, used when the database rejects SERVER_TYPE (ORA-02003).
+INFO_SQL_BASIC = "select sys_context('USERENV','SID'), sys_context('USERENV','INSTANCE') from dual"
+QUERY_SQL = "select 1 from dual"
+
+_PURITY = {
+    Purity.DEFAULT: oracledb.PURITY_DEFAULT,
+    Purity.NEW: oracledb.PURITY_NEW,
+    Purity.SELF: oracledb.PURITY_SELF,
+}
+_thick_lock = threading.Lock()
+_thick_dir: str | None = None
+
+
+def connect_params(ep: OracleEndpoint, trips: RoundTripLog | None = None) -> dict[str, Any]:
+    """Keyword arguments for ``oracledb.connect*``/``create_pool*`` for one mode."""
+    kw: dict[str, Any] = {"user": ep.user, "password": ep.password, "dsn": ep.connect}
+    if ep.server_type is not None:
+        kw["server_type"] = str(ep.server_type)
+    if ep.cclass:
+        kw["cclass"] = ep.cclass
+    if ep.purity is not Purity.DEFAULT:
+        kw["purity"] = _PURITY[ep.purity]
+    if ep.pool_boundary:
+        kw["pool_boundary"] = ep.pool_boundary
+    if ep.protocol != "tcp":
+        kw["protocol"] = ep.protocol
+    if ep.wallet_location:
+        kw["wallet_location"] = ep.wallet_location
+    if ep.wallet_password:
+        kw["wallet_password"] = ep.wallet_password
+    if ep.sdu:
+        kw["sdu"] = ep.sdu
+    if ep.connect_timeout_s:
+        kw["tcp_connect_timeout"] = ep.connect_timeout_s
+    if ep.config_dir:
+        kw["config_dir"] = ep.config_dir
+    if trips is not None and not ep.thick_lib_dir:
+        kw["round_trip_callback"] = trips
+    return kw
+
+
+def ensure_thick(lib_dir: str) -> None:  # pragma: no cover - needs an Oracle Client
+    """Switch python-oracledb to thick mode once per process (it cannot switch back)."""
+    global _thick_dir
+    with _thick_lock:
+        if _thick_dir is None:
+            oracledb.init_oracle_client(lib_dir=lib_dir)
+            _thick_dir = lib_dir
+        elif _thick_dir != lib_dir:
+            raise ValueError(
+                f"thick mode already uses {_thick_dir!r}; one Oracle Client per process"
+            )
+
+
+class OracleSession:
+    """One Oracle session (thin asyncio connection, or thick connection in a thread)."""
+
+    def __init__(
+        self,
+        conn: oracledb.AsyncConnection | None,
+        trips: RoundTripLog | None,
+        thick: oracledb.Connection | None = None,
+        requested_server_type: str | None = None,
+    ) -> None:
+        self.conn = conn
+        self.thick = thick
+        self.trips = trips
+        self.requested_server_type = requested_server_type
+        self._cursor: oracledb.AsyncCursor | None = None
+        self._server_type_sql = True
+
+    @property
+    def round_trips(self) -> int | None:
+        return self.trips.count if self.trips is not None else None
+
+    async def ping(self) -> None:
+        if self.conn is not None:
+            await self.conn.ping()
+        else:
+            await asyncio.to_thread(self._thick().ping)
+
+    async def query(self) -> None:
+        if self.conn is not None:
+            if self._cursor is None:
+                self._cursor = self.conn.cursor()
+            await self._cursor.execute(QUERY_SQL)
+            await self._cursor.fetchone()
+        else:
+            await asyncio.to_thread(self._thick_query, QUERY_SQL)
+
+    def _thick(self) -> oracledb.Connection:
+        assert self.thick is not None
+        return self.thick
+
+    def _thick_query(self, sql: str) -> Any:
+        with self._thick().cursor() as cur:
+            cur.execute(sql)
+            return cur.fetchone()
+
+    async def _fetch(self, sql: str) -> Any:
+        if self.conn is not None:
+            with self.conn.cursor() as cur:
+                await cur.execute(sql)
+                return await cur.fetchone()
+        return await asyncio.to_thread(self._thick_query, sql)
+
+    async def info(self) -> SessionInfo:
+        row: Any = None
+        if self._server_type_sql:
+            try:
+                row = await self._fetch(INFO_SQL)
+            except oracledb.DatabaseError as exc:
+                if "ORA-02003" not in str(exc):
+                    raise
+                self._server_type_sql = False
+        if row is None:
+            row = await self._fetch(INFO_SQL_BASIC)
+        conn: Any = self.conn if self.conn is not None else self.thick
+        server_type = row[2] if len(row) > 2 and row[2] else self.requested_server_type
+        inst = _to_int(row[1])
+        return SessionInfo(
+            sid=_to_int(row[0]),
+            serial=getattr(conn, "serial_num", None),
+            instance=getattr(conn, "instance_name", None) or (str(inst) if inst else None),
+            service=getattr(conn, "service_name", None),
+            server_type=str(server_type).upper() if server_type else None,
+            instance_number=inst,
+        )
+
+    async def insert(self, table: str, probe_id: str) -> None:
+        sql = f"insert into {table} (probe_id, at) values (:1, systimestamp)"
+        if self.conn is not None:
+            with self.conn.cursor() as cur:
+                await cur.execute(sql, [probe_id])
+        else:
+            await asyncio.to_thread(self._thick_exec, sql, [probe_id])
+
+    def _thick_exec(self, sql: str, binds: list[Any]) -> None:
+        with self._thick().cursor() as cur:
+            cur.execute(sql, binds)
+
+    async def commit(self) -> None:
+        if self.conn is not None:
+            await self.conn.commit()
+        else:
+            await asyncio.to_thread(self._thick().commit)
+
+    async def purge(self, table: str, probe_id: str, keep_seconds: int) -> None:
+        sql = (
+            f"delete from {table} where probe_id = :1"
+            f" and at < systimestamp - numtodsinterval({int(keep_seconds)}, 'SECOND')"
+        )
+        if self.conn is not None:
+            with self.conn.cursor() as cur:
+                await cur.execute(sql, [probe_id])
+            await self.conn.commit()
+        else:
+            await asyncio.to_thread(self._thick_exec, sql, [probe_id])
+            await asyncio.to_thread(self._thick().commit)
+
+    async def close(self) -> None:
+        if self._cursor is not None:
+            self._cursor.close()
+            self._cursor = None
+        if self.conn is not None:
+            await self.conn.close()
+        elif self.thick is not None:
+            await asyncio.to_thread(self.thick.close)
+
+
+def _to_int(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+async def connect(ep: OracleEndpoint, trips: RoundTripLog | None = None) -> OracleSession:
+    """Log on once (a standalone connection)."""
+    requested = str(ep.server_type).upper() if ep.server_type else None
+    if ep.thick_lib_dir:  # pragma: no cover - needs an Oracle Client
+        ensure_thick(ep.thick_lib_dir)
+        conn = await asyncio.to_thread(oracledb.connect, **connect_params(ep))
+        return OracleSession(None, None, thick=conn, requested_server_type=requested)
+    aconn = await oracledb.connect_async(**connect_params(ep, trips))
+    return OracleSession(aconn, trips, requested_server_type=requested)
+
+
+async def create_pool(
+    ep: OracleEndpoint,
+    *,
+    min_size: int,
+    max_size: int,
+    increment: int,
+    ping_interval: int,
+    trips: RoundTripLog | None = None,
+) -> oracledb.AsyncConnectionPool:
+    """A python-oracledb thin asyncio pool for the poolacquire probe (thin only)."""
+    if ep.thick_lib_dir:
+        raise ValueError("poolacquire runs in thin mode only (asyncio pools are thin-only)")
+    return oracledb.create_pool_async(
+        min=min_size,
+        max=max_size,
+        increment=increment,
+        ping_interval=ping_interval,
+        **connect_params(ep, trips),
+    )

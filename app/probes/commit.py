@@ -1,0 +1,107 @@
+"""commit: insert one row into a scratch table and commit it, on a kept session.
+
+Each run: log on first if no session is kept (``logon_ns``, as sessionping, with
+``extra["reconnected"]``), then ``extra["insert_ns"]`` (the insert round trip),
+``extra["commit_only_ns"]`` (the commit round trip) and ``commit_ns`` (their
+sum: one insert plus its commit, the seed's unit of work). Every
+``purge_every`` runs the probe deletes its own rows older than ``keep_seconds``
+and commits, untimed, so the table stays small.
+
+The table must exist; its setup SQL and the least privileges the probe user
+needs are in :data:`ORACLE_SETUP_SQL` / :data:`POSTGRES_SETUP_SQL` and
+docs/probes.md. Parameters: ``table`` (default ``connwatch_commit_probe``),
+``probe_id`` (default ``connwatch``; tells concurrent probes' rows apart),
+``purge_every`` (100), ``keep_seconds`` (3600).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from app.probes.base import Probe, ProbeConfigError, ProbeContext, check_params, param
+from app.probes.logon import Logon, record_info, timed_logon
+from app.probes.spec import ProbeSpec
+
+DEFAULT_TABLE = "connwatch_commit_probe"
+
+ORACLE_SETUP_SQL = """\
+-- as a DBA: the probe user owns its scratch table and can do nothing else
+create user connwatch identified by "<password>" quota 10m on users;
+grant create session to connwatch;
+create table connwatch.connwatch_commit_probe (
+  probe_id varchar2(64) not null,
+  at       timestamp    not null
+);
+create index connwatch.connwatch_commit_probe_ix
+  on connwatch.connwatch_commit_probe (probe_id, at);
+"""
+
+POSTGRES_SETUP_SQL = """\
+-- as the database owner
+create role connwatch login password '<password>';
+create table connwatch_commit_probe (
+  probe_id text        not null,
+  at       timestamptz not null
+);
+create index connwatch_commit_probe_ix on connwatch_commit_probe (probe_id, at);
+grant select, insert, delete on connwatch_commit_probe to connwatch;
+"""
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_$#]{0,127}(\.[A-Za-z_][A-Za-z0-9_$#]{0,127})?$")
+
+
+class CommitProbe(Probe):
+    name = "commit"
+
+    def __init__(self, spec: ProbeSpec) -> None:
+        super().__init__(spec)
+        p = spec.params
+        check_params(p, {"table", "probe_id", "purge_every", "keep_seconds"}, self.name)
+        self.table: str = param(p, "table", str, DEFAULT_TABLE)
+        if not _IDENT.match(self.table):
+            raise ProbeConfigError(f"parameter 'table' is not a plain table name: {self.table!r}")
+        self.probe_id: str = param(p, "probe_id", str, "connwatch")
+        self.purge_every: int = param(p, "purge_every", int, 100, minimum=1)
+        self.keep_seconds: int = param(p, "keep_seconds", int, 3600, minimum=0)
+        self._logon: Logon | None = None
+        self._lost = False
+        self._runs = 0
+
+    async def run(self, ctx: ProbeContext) -> None:
+        r = ctx.result
+        if self._logon is None:
+            logon = await timed_logon(ctx, self.spec.endpoint, autocommit=False)
+            ctx.release(logon.cleanup_token)
+            self._logon = logon
+            r.extra["reconnected"] = self._lost
+            await record_info(ctx, logon.session)
+            await logon.session.commit()  # end the info query's implicit transaction (PG)
+        s = self._logon.session
+        ctx.phase = "insert"
+        t0 = time.perf_counter_ns()
+        await s.insert(self.table, self.probe_id)
+        t1 = time.perf_counter_ns()
+        ctx.phase = "commit"
+        await s.commit()
+        t2 = time.perf_counter_ns()
+        r.commit_ns = t2 - t0
+        r.extra["insert_ns"] = t1 - t0
+        r.extra["commit_only_ns"] = t2 - t1
+        r.extra["table"] = self.table
+        self._runs += 1
+        if self._runs % self.purge_every == 0:
+            ctx.phase = "purge"
+            await s.purge(self.table, self.probe_id, self.keep_seconds)
+
+    async def reset(self) -> None:
+        logon, self._logon = self._logon, None
+        if logon is not None:
+            self._lost = True
+            await logon.session.close()
+
+    async def close(self) -> None:
+        self._lost = False
+        logon, self._logon = self._logon, None
+        if logon is not None:
+            await logon.session.close()

@@ -1,0 +1,51 @@
+"""connping: a fresh logon, OCIPing, ``select 1 from dual``, logoff; each timed.
+
+One run, in order (rwloadsim's ``connping.rwl`` semantics, see docs/probes.md):
+
+1. ``logon_ns``: the connect call until a usable session (with the per-round-trip
+   breakdown and round-trip count for Oracle thin);
+2. the untimed identity query (``sys_context`` SID / INSTANCE / SERVER_TYPE;
+   PostgreSQL ``pg_backend_pid()``);
+3. one untimed warm-up ping, then ``ping_ns``: one ping (OCIPing /
+   ``Connection.ping()``; PostgreSQL an empty query);
+4. one untimed warm-up query, then ``query_ns``: execute and fetch of
+   ``select 1 from dual`` (``select 1``);
+5. ``logoff_ns``: closing the session (Oracle: logoff round trip and socket
+   close; DRCP: release). rwloadsim does not time this; connwatch does.
+
+``extra["round_trips_total"]`` counts every Oracle round trip of the run.
+Parameters: ``warm`` (bool, default true) turns steps 3 and 4's warm-ups off.
+"""
+
+from __future__ import annotations
+
+from app.probes.base import Probe, ProbeContext, check_params, param
+from app.probes.logon import record_info, timed_logoff, timed_logon
+from app.probes.spec import ProbeSpec
+
+
+class ConnPing(Probe):
+    name = "connping"
+
+    def __init__(self, spec: ProbeSpec) -> None:
+        super().__init__(spec)
+        check_params(spec.params, {"warm"}, self.name)
+        self.warm: bool = param(spec.params, "warm", bool, True)
+
+    async def run(self, ctx: ProbeContext) -> None:
+        logon = await timed_logon(ctx, self.spec.endpoint)
+        s = logon.session
+        await record_info(ctx, s)
+        if self.warm:
+            ctx.phase = "ping"
+            await s.ping()
+        with ctx.timed("ping", "ping_ns"):
+            await s.ping()
+        if self.warm:
+            ctx.phase = "query"
+            await s.query()
+        with ctx.timed("query", "query_ns"):
+            await s.query()
+        await timed_logoff(ctx, logon)
+        if logon.trips is not None:
+            ctx.result.extra["round_trips_total"] = logon.trips.count

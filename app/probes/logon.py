@@ -1,0 +1,60 @@
+"""The timed logon every probe kind shares.
+
+``logon_ns`` runs from just before the driver's connect call until it returned a
+usable session. For Oracle thin it is split per round trip into
+``logon_phases`` (see :func:`app.drivers.base.logon_phases`) and
+``round_trips`` is the number of Oracle Net round trips the logon made (the TCP
+handshake is not a round trip here; it is the ``tcp_connect`` phase).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from app.drivers.base import RoundTripLog, Session, logon_phases
+from app.drivers.connect import open_session
+from app.probes.base import ProbeContext
+from app.probes.spec import Endpoint, OracleEndpoint
+
+
+@dataclass(slots=True)
+class Logon:
+    session: Session
+    trips: RoundTripLog | None
+    cleanup_token: int
+
+
+async def timed_logon(ctx: ProbeContext, ep: Endpoint, *, autocommit: bool = True) -> Logon:
+    """Log on, timing it into ``ctx.result``; registers the session's close as cleanup."""
+    trips = RoundTripLog() if isinstance(ep, OracleEndpoint) and not ep.thick_lib_dir else None
+    ctx.trips = trips
+    ctx.phase = "logon"
+    start = time.perf_counter_ns()
+    session = await open_session(ep, trips, autocommit=autocommit)
+    end = time.perf_counter_ns()
+    token = ctx.defer(session.close)
+    r = ctx.result
+    r.logon_ns = end - start
+    if trips is not None:
+        r.round_trips = trips.count
+        r.logon_phases = logon_phases(start, end, trips.events)
+    ctx.trips = None
+    return Logon(session, trips, token)
+
+
+async def record_info(ctx: ProbeContext, session: Session) -> None:
+    """The untimed identity query (sid, serial, instance, service, server type)."""
+    ctx.phase = "info"
+    info = await session.info()
+    r = ctx.result
+    r.sid, r.serial, r.instance = info.sid, info.serial, info.instance
+    r.service, r.server_type = info.service, info.server_type
+    if info.instance_number is not None:
+        r.extra["instance_number"] = info.instance_number
+
+
+async def timed_logoff(ctx: ProbeContext, logon: Logon) -> None:
+    with ctx.timed("logoff", "logoff_ns"):
+        await logon.session.close()
+    ctx.release(logon.cleanup_token)

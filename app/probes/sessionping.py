@@ -1,0 +1,73 @@
+"""sessionping: one kept session; each run pings and queries it (rwloadsim's ociping).
+
+First run, or the first run after a failure: log on (``logon_ns``, breakdown and
+round trips as for connping) and read the session identity (untimed);
+``extra["reconnected"]`` is true when this logon replaces a session lost to an
+error or timeout. Every run: one untimed warm-up ping (as ``ociping.rwl`` does),
+then ``ping_ns`` (one ping), then ``query_ns`` (``select 1 from dual`` /
+``select 1``, execute and fetch). Identity fields are repeated on every sample.
+``extra["round_trips_run"]`` counts the Oracle round trips of this run.
+Parameters: ``warm`` (bool, default true).
+"""
+
+from __future__ import annotations
+
+from app.drivers.base import SessionInfo
+from app.probes.base import Probe, ProbeContext, check_params, param
+from app.probes.logon import Logon, record_info, timed_logon
+from app.probes.spec import ProbeSpec
+
+
+class SessionPing(Probe):
+    name = "sessionping"
+
+    def __init__(self, spec: ProbeSpec) -> None:
+        super().__init__(spec)
+        check_params(spec.params, {"warm"}, self.name)
+        self.warm: bool = param(spec.params, "warm", bool, True)
+        self._logon: Logon | None = None
+        self._info: SessionInfo | None = None
+        self._lost = False
+
+    async def run(self, ctx: ProbeContext) -> None:
+        r = ctx.result
+        if self._logon is None:
+            logon = await timed_logon(ctx, self.spec.endpoint)
+            ctx.release(logon.cleanup_token)  # kept across runs; reset() closes it
+            self._logon = logon
+            r.extra["reconnected"] = self._lost
+            await record_info(ctx, logon.session)
+            self._info = SessionInfo(r.sid, r.serial, r.instance, r.service, r.server_type)
+        elif self._info is not None:
+            i = self._info
+            r.sid, r.serial, r.instance, r.service, r.server_type = (
+                i.sid,
+                i.serial,
+                i.instance,
+                i.service,
+                i.server_type,
+            )
+        s = self._logon.session
+        before = s.round_trips
+        if self.warm:
+            ctx.phase = "ping"
+            await s.ping()
+        with ctx.timed("ping", "ping_ns"):
+            await s.ping()
+        with ctx.timed("query", "query_ns"):
+            await s.query()
+        after = s.round_trips
+        if before is not None and after is not None:
+            r.extra["round_trips_run"] = after - before
+
+    async def reset(self) -> None:
+        logon, self._logon, self._info = self._logon, None, None
+        if logon is not None:
+            self._lost = True
+            await logon.session.close()
+
+    async def close(self) -> None:
+        self._lost = False
+        logon, self._logon = self._logon, None
+        if logon is not None:
+            await logon.session.close()

@@ -1,0 +1,76 @@
+"""Endpoints for the probe tests, built from the real servers the fixtures start."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+from app.pgcluster import PgCluster
+from app.probes.base import Probe
+from app.probes.registry import create_probe
+from app.probes.runner import run_once
+from app.probes.spec import PgRoute, PostgresEndpoint, ProbeSpec
+from app.samples import Sample
+from tests.fixtures.pgbouncer import PgBouncers
+
+PgEndpoints = dict[str, PostgresEndpoint]
+
+
+@pytest.fixture
+def pg_endpoints(pg_cluster: PgCluster, pg_database: str) -> PgEndpoints:
+    """Direct TCP and direct unix-socket endpoints of a fresh database."""
+    user = pg_cluster.user
+    return {
+        "tcp": PostgresEndpoint("127.0.0.1", pg_cluster.port, pg_database, user),
+        "unix": PostgresEndpoint(str(pg_cluster.socket_dir), pg_cluster.port, pg_database, user),
+    }
+
+
+@pytest.fixture
+def all_pg_endpoints(
+    pg_endpoints: PgEndpoints, pgbouncer: PgBouncers, pg_cluster: PgCluster, pg_database: str
+) -> PgEndpoints:
+    """Direct TCP, unix socket, and pgbouncer in session and transaction mode."""
+    user = pg_cluster.user
+    out = dict(pg_endpoints)
+    out["bouncer_session"] = PostgresEndpoint(
+        "127.0.0.1",
+        pgbouncer.port("session"),
+        pg_database,
+        user,
+        route=PgRoute.PGBOUNCER_SESSION,
+    )
+    out["bouncer_transaction"] = PostgresEndpoint(
+        "127.0.0.1",
+        pgbouncer.port("transaction"),
+        pg_database,
+        user,
+        route=PgRoute.PGBOUNCER_TRANSACTION,
+    )
+    return out
+
+
+def run_probe(spec: ProbeSpec, runs: int = 1) -> list[Sample]:
+    """Create the probe, run it ``runs`` times in one event loop, close it."""
+
+    async def go() -> list[Sample]:
+        probe = create_probe(spec)
+        try:
+            return [await run_once(probe) for _ in range(runs)]
+        finally:
+            await probe.close()
+
+    return asyncio.run(go())
+
+
+def run_with(probe_factory: Callable[[], Probe], runs: int = 1) -> list[Sample]:
+    async def go() -> list[Sample]:
+        probe = probe_factory()
+        try:
+            return [await run_once(probe) for _ in range(runs)]
+        finally:
+            await probe.close()
+
+    return asyncio.run(go())
