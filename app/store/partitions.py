@@ -10,6 +10,7 @@ A raw day is never dropped while it still has minutes waiting to be rolled up.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
@@ -34,20 +35,31 @@ def ensure_sample_partitions(conn: Connection, first: date, last: date) -> int:
     """Create the daily sample partitions covering ``first..last``; return how many were new."""
     if last < first:
         return 0
-    missing = conn.execute(
-        text(
-            "select count(*) from generate_series(cast(:a as date), cast(:b as date), "
-            "interval '1 day') d "
-            "where to_regclass('samples_p' || to_char(d, 'YYYYMMDD')) is null"
-        ),
-        {"a": first, "b": last},
-    ).scalar_one()
+    days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+    return ensure_sample_days(conn, days)
+
+
+def ensure_sample_days(conn: Connection, days: Iterable[date]) -> int:
+    """Create the daily sample partitions of exactly these days; return how many were new."""
+    missing = (
+        conn.execute(
+            text(
+                "select d from unnest(cast(:days as date[])) d "
+                "where to_regclass('samples_p' || to_char(d, 'YYYYMMDD')) is null order by d"
+            ),
+            {"days": sorted(set(days))},
+        )
+        .scalars()
+        .all()
+    )
     if not missing:
         return 0
     conn.execute(text("select pg_advisory_xact_lock(:k)"), {"k": PARTITION_LOCK})
-    created: int = conn.execute(
-        text("select connwatch_ensure_sample_partitions(:a, :b)"), {"a": first, "b": last}
-    ).scalar_one()
+    created = 0
+    for d in missing:
+        created += conn.execute(
+            text("select connwatch_ensure_sample_partitions(:a, :a)"), {"a": d}
+        ).scalar_one()
     return created
 
 

@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection
 
 from app.samples import Sample
 from app.store.layout import ORIGIN_SQL, driver_connection
-from app.store.partitions import ensure_sample_partitions
+from app.store.partitions import ensure_sample_days
 
 COLUMNS: tuple[str, ...] = (
     "series_id",
@@ -80,8 +80,8 @@ class SampleWriteError(ValueError):
     """A sample in a batch cannot be stored; the message names it."""
 
 
-def _validate(samples: Sequence[Sample]) -> tuple[date, date]:
-    first = last = None
+def _validate(samples: Sequence[Sample]) -> set[date]:
+    days: set[date] = set()
     for n, s in enumerate(samples):
         if s.series_id is None:
             raise SampleWriteError(f"sample #{n} has no series_id")
@@ -89,13 +89,8 @@ def _validate(samples: Sequence[Sample]) -> tuple[date, date]:
             raise SampleWriteError(
                 f"sample #{n} (series {s.series_id}) has a naive timestamp; use UTC-aware ones"
             )
-        day = s.scheduled_at.astimezone(UTC).date()
-        if first is None or day < first:
-            first = day
-        if last is None or day > last:
-            last = day
-    assert first is not None and last is not None
-    return first, last
+        days.add(s.scheduled_at.astimezone(UTC).date())
+    return days
 
 
 def _ensure_stage(raw: psycopg.Connection[Any]) -> None:
@@ -120,12 +115,13 @@ def write_samples(conn: Connection | psycopg.Connection[Any], samples: Sequence[
     """
     if not samples:
         return 0
-    first, last = _validate(samples)
+    days = _validate(samples)
     if isinstance(conn, Connection):
-        ensure_sample_partitions(conn, first, last)
+        ensure_sample_days(conn, days)
     else:
         with conn.cursor() as cur:
-            cur.execute("select connwatch_ensure_sample_partitions(%s, %s)", (first, last))
+            for d in sorted(days):
+                cur.execute("select connwatch_ensure_sample_partitions(%s, %s)", (d, d))
     raw = driver_connection(conn)
     _ensure_stage(raw)
     with raw.cursor() as cur:

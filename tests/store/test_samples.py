@@ -40,8 +40,10 @@ def test_partitions_are_created_for_the_batch_days(engine: Engine) -> None:
             .scalars()
             .all()
         )
-    for d in range(3):
-        assert f"samples_p{old + timedelta(days=d):%Y%m%d}" in parts
+    assert f"samples_p{old:%Y%m%d}" in parts
+    assert f"samples_p{old + timedelta(days=2):%Y%m%d}" in parts
+    # only the days the batch touches: a backfill does not create a partition per day between
+    assert f"samples_p{old + timedelta(days=1):%Y%m%d}" not in parts
 
 
 def test_every_field_round_trips(engine: Engine) -> None:
