@@ -1,0 +1,12 @@
+"""Oracle Net simulator: a listener and server that the unmodified python-oracledb thin
+driver talks to, with per-mode latency models, server views and fault injection.
+
+It validates probe logic, timing, error handling and the dashboard; it is not a
+performance model of Oracle.
+"""
+
+from .config import ConfigError, SimConfig
+from .faults import Fault, FaultError
+from .server import Simulator
+
+__all__ = ["ConfigError", "Fault", "FaultError", "SimConfig", "Simulator"]

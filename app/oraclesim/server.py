@@ -1,0 +1,227 @@
+"""The simulator: an asyncio listener (plus a shared-server dispatcher port) that answers
+CONNECT with ACCEPT, REFUSE, REDIRECT or RESEND and hands accepted connections to a Session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+from .auth import Verifier
+from .config import MODES, SimConfig
+from .faults import FaultSet
+from .groundtruth import ConnectionRecord, GroundTruth
+from .latency import LatencyModel
+from .packets import (
+    CONNECT,
+    MAX_CONNECT_DATA,
+    ConnectRequest,
+    accept,
+    parse_connect,
+    parse_descriptor,
+    read_packet,
+    redirect,
+    refuse,
+    resend,
+)
+from .session import Closed, Session
+from .views import ServerState
+
+
+class Simulator:
+    def __init__(self, config: SimConfig | None = None) -> None:
+        self.config = config or SimConfig.default()
+        cfg = self.config
+        self.faults = FaultSet()
+        self.ground = GroundTruth()
+        self.state = ServerState(cfg.shared_servers, cfg.drcp_max_servers, cfg.drcp_wait_timeout_s)
+        self.latency = LatencyModel(enabled=not cfg.no_latency)
+        self.live: dict[int, Session] = {}
+        self._verifiers: dict[str, Verifier] = {}
+        self._server: asyncio.Server | None = None
+        self._dispatcher: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.host = cfg.host
+        self.port = cfg.port
+        self.dispatcher_port = 0
+        major, minor = cfg.version_tuple
+        self.version_no = (major << 24) | (minor << 16)
+        self.banner = (
+            f"Oracle Database {major}c Simulator Release {major}.0.0.0.0 - Production "
+            f"Version {major}.{minor}.0.0.0"
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self, host: str | None = None, port: int | None = None) -> None:
+        self.host = host or self.config.host
+        want = self.config.port if port is None else port
+        self._server = await asyncio.start_server(self._on_listener, self.host, want)
+        self.port = self._server.sockets[0].getsockname()[1]
+        if any(s.shared_redirect and "shared" in s.modes for s in self.config.services.values()):
+            self._dispatcher = await asyncio.start_server(self._on_dispatcher, self.host, 0)
+            self.dispatcher_port = self._dispatcher.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        for srv in (self._server, self._dispatcher):
+            if srv is not None:
+                srv.close()
+        self._server = self._dispatcher = None
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def listener_down(self) -> None:
+        """Stop accepting new connections (clients get 'connection refused')."""
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed() if not self._tasks else None
+            self._server = None
+
+    async def listener_up(self) -> None:
+        if self._server is None:
+            self._server = await asyncio.start_server(
+                self._on_listener, self.host, self.port, reuse_address=True
+            )
+
+    @property
+    def listening(self) -> bool:
+        return self._server is not None
+
+    # ------------------------------------------------------------------ inspection
+    def ground_truth(self) -> list[dict[str, Any]]:
+        return self.ground.snapshot()
+
+    def view(self, name: str) -> list[dict[str, Any]]:
+        v = self.state.view(name)
+        if v is None:
+            raise KeyError(name)
+        return v[1]
+
+    def sessions(self) -> list[dict[str, Any]]:
+        return [s.snapshot() for s in self.live.values()]
+
+    def kill_session(self, sid: int, code: int = 2396) -> bool:
+        """Send a CONTROL packet to a live session now (call on the simulator's loop)."""
+        session = self.live.get(sid)
+        if session is None:
+            return False
+        session.kill_now(code)
+        return True
+
+    def verifier(self, user: str) -> Verifier:
+        v = self._verifiers.get(user)
+        if v is None:
+            ucfg = self.config.users[user]
+            v = self._verifiers[user] = Verifier.create(ucfg.password, self.config.pbkdf2_vgen)
+        return v
+
+    # ------------------------------------------------------------------ connections
+    async def _on_listener(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        await self._serve(reader, writer, via_dispatcher=False)
+
+    async def _on_dispatcher(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        await self._serve(reader, writer, via_dispatcher=True)
+
+    async def _serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, via_dispatcher: bool
+    ) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        rec = self.ground.new_connection()
+        session: Session | None = None
+        try:
+            session = await self._listen(reader, writer, rec, via_dispatcher)
+            if session is not None:
+                await session.run()
+        except (Closed, asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            if session is not None:
+                session.close()
+                if session.mode == "shared":
+                    self.state.shared.disp_owned -= 1
+            rec.closed_ns = time.perf_counter_ns()
+            with contextlib.suppress(Exception):
+                writer.close()
+            if task is not None:
+                self._tasks.discard(task)
+
+    async def _read_connect(self, reader: asyncio.StreamReader) -> ConnectRequest:
+        pkt = await read_packet(reader, False)
+        if pkt.type != CONNECT:
+            raise Closed
+        version, sdu, cd_len = parse_connect(pkt.body)
+        if cd_len > MAX_CONNECT_DATA or len(pkt.body) < 66 + cd_len:
+            text = (await read_packet(reader, False)).payload[:cd_len]
+        else:
+            text = pkt.body[66 : 66 + cd_len]
+        return parse_descriptor(version, sdu, text.decode("utf-8", "replace"))
+
+    async def _listen(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        rec: ConnectionRecord,
+        via_dispatcher: bool,
+    ) -> Session | None:
+        prec = rec.begin("accept")
+        req = await self._read_connect(reader)
+        rec.service, rec.mode = (req.service or "").upper(), req.server
+        svc = self.config.services.get(rec.service)
+        mode = req.server if req.server in MODES else "dedicated"
+
+        def refused(code: int) -> None:
+            writer.write(refuse(code))
+            prec.end_ns = time.perf_counter_ns()
+            prec.outcome = f"error:{code}"
+
+        if svc is None:
+            refused(12514)
+            return None
+        if mode not in svc.modes:
+            refused(12520)
+            return None
+        extra = 0.0
+        for f in self.faults.take("accept", svc.name, mode, None):
+            if f.kind in ("drop", "kill"):
+                prec.outcome = "dropped"
+                raise Closed
+            if f.kind == "hang":
+                prec.outcome = "hung"
+                while await reader.read(65536):
+                    pass
+                raise Closed
+            if f.kind == "refuse":
+                refused(f.code)
+                return None
+            if f.kind == "slow":
+                extra += f.delay_ms / 1000
+            if f.kind == "resend":
+                writer.write(resend())
+                req = await self._read_connect(reader)
+        profile = svc.latency[mode]
+        ms = self.latency.sample_ms(profile, "accept", self.state.logons_in_progress + 1)
+        prec.injected_ns = int((ms / 1000 + extra) * 1e9)
+        if prec.injected_ns:
+            await asyncio.sleep(prec.injected_ns / 1e9)
+        if mode == "shared" and svc.shared_redirect and not via_dispatcher:
+            writer.write(redirect(self.host, self.dispatcher_port, req.descriptor))
+            prec.end_ns = time.perf_counter_ns()
+            prec.outcome = "redirect"
+            await writer.drain()
+            return None
+        sdu = max(min(req.sdu or 8192, self.config.sdu), 512)
+        writer.write(accept(sdu, self.config.fast_auth))
+        prec.end_ns = time.perf_counter_ns()
+        if mode == "shared":
+            self.state.shared.disp_accept += 1
+            self.state.shared.disp_owned += 1
+        return Session(self, reader, writer, rec, req, svc, mode, sdu)
