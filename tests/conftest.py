@@ -7,4 +7,5 @@ one module per service, so each test directory can use any of them.
 pytest_plugins = [
     "tests.fixtures.pg",
     "tests.fixtures.pgbouncer",
+    "tests.fixtures.oraclesim",
 ]
