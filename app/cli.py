@@ -174,10 +174,9 @@ def demo(
     demo_mod.run(load_settings(), host=host, port=port, history=history)
 
 
-@cli.command()
-def simulate() -> None:
-    """Run the built-in Oracle Net simulator (demo and test target)."""
-    raise CliError("'simulate' is not yet available")
+from app.oraclesim.cli import simulate as _simulate  # noqa: E402
+
+cli.command("simulate")(_simulate)
 
 
 @cli.command()

@@ -80,6 +80,18 @@ class FaultSet:
         count: int | None = None,
         duration_s: float | None = None,
     ) -> Fault:
+        for name, val, types in (
+            ("service", service, str),
+            ("mode", mode, str),
+            ("user", user, str),
+            ("phase", phase, str),
+            ("code", code, int),
+            ("count", count, int),
+            ("delay_ms", delay_ms, (int, float)),
+            ("duration_s", duration_s, (int, float)),
+        ):
+            if val is not None and (isinstance(val, bool) or not isinstance(val, types)):
+                raise FaultError(f"{name}: wrong type {type(val).__name__}")
         if kind not in KINDS:
             raise FaultError(f"kind: unknown fault kind {kind!r} (known: {KINDS})")
         phase = phase or ("accept" if kind in ("refuse", "resend") else "")
@@ -124,7 +136,7 @@ class FaultSet:
         with self._lock:
             self._faults.clear()
 
-    def list(self) -> list[Fault]:
+    def active(self) -> list[Fault]:
         with self._lock:
             self._expire()
             return list(self._faults)

@@ -68,7 +68,7 @@ def describe(w: Writer, columns: Sequence[Column]) -> Writer:
     for pos, col in enumerate(columns, 1):
         is_num = col.kind == "number"
         w.u8(2 if is_num else 1).u8(0)  # ora type, flags
-        w.u8(0 if is_num else 0).u8(0x81 if is_num else 0)  # precision 0, scale -127
+        w.u8(0).u8(0x81 if is_num else 0)  # precision 0, scale -127
         w.uint(22 if is_num else 4000).uint(0).uint(0)  # buffer size, max elems, cont flags
         w.uint(0)  # oid
         w.uint(0).uint(0 if is_num else 873).u8(0 if is_num else 1)  # version, charset, form

@@ -64,7 +64,9 @@ def normalize(sql: str) -> str:
 
 def split_top(text: str, sep: str = ",") -> list[str]:
     """Split at sep outside parentheses and quotes."""
-    out, depth, quote, cur = [], 0, False, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth, quote = 0, False
     for ch in text:
         if ch == "'":
             quote = not quote
@@ -142,35 +144,33 @@ def _select(m: re.Match[str], state: ServerState, userenv: UserEnv) -> QueryResu
             [Column(n, k) for n, k in cols_def], [tuple(r[n] for n, _ in cols_def) for r in rows]
         )
     columns: list[Column] = []
-    getters: list[Callable[[dict[str, Any]], Any]] = []
-    aggregate = False
+    exprs: list[str | None] = []  # None: count(*)
     for item in items:
         expr, name = item, item.upper().replace(" ", "")
+        is_count = re.fullmatch(r"(?i)count\s*\(\s*\*\s*\)", item.strip()) is not None
         am = _ALIAS.match(item)
-        if am and not re.fullmatch(r"(?i)count\s*\(\s*\*\s*\)", item):
+        if am and not is_count:
             expr, name = am.group("expr"), am.group("alias").strip('"').upper()
-        if re.fullmatch(r"(?i)count\s*\(\s*\*\s*\)", expr.strip()):
-            aggregate = True
+            is_count = re.fullmatch(r"(?i)count\s*\(\s*\*\s*\)", expr.strip()) is not None
+        if is_count:
             columns.append(Column(name, "number"))
-            getters.append(lambda _r: None)
+            exprs.append(None)
             continue
         probe_row = rows[0] if rows else dict.fromkeys((n for n, _ in cols_def), "")
         _, kind = _value(expr, userenv, probe_row)
         if not rows and src != "DUAL":
             kind = dict(cols_def).get(expr.strip().upper(), kind)
         columns.append(Column(name, kind))
-        getters.append(lambda r, e=expr: _value(e, userenv, r)[0])
-    if aggregate:
+        exprs.append(expr)
+    if None in exprs:  # an aggregate: one row
+        first = rows[0] if rows else {}
         return QueryResult(
             columns,
-            [
-                tuple(
-                    len(rows) if g(r0) is None else g(r0)
-                    for g, r0 in ((g, rows[0] if rows else {}) for g in getters)
-                )
-            ],
+            [tuple(len(rows) if e is None else _value(e, userenv, first)[0] for e in exprs)],
         )
-    return QueryResult(columns, [tuple(g(r) for g in getters) for r in rows])
+    return QueryResult(
+        columns, [tuple(_value(e, userenv, r)[0] for e in exprs if e is not None) for r in rows]
+    )
 
 
 def _matches(where: str, row: dict[str, Any], userenv: UserEnv) -> bool:

@@ -33,8 +33,9 @@ class SimulatorThread:
         self.sim = Simulator(config)
         self.host, self._want_port = host, port
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
-                                        name="oraclesim")
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, daemon=True, name="oraclesim"
+        )
 
     def start(self) -> SimulatorThread:
         self._thread.start()
@@ -109,7 +110,16 @@ class SimulatorProcess:
         self.control_port = 0
 
     def start(self, timeout: float = 30) -> SimulatorProcess:
-        cmd = [sys.executable, "-m", "app.oraclesim.cli", "--port", "0", "--control-port", "0"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "app.oraclesim.cli",
+            "--port",
+            "0",
+            "--control-port",
+            "0",
+            "--status-json",
+        ]
         if self.no_latency:
             cmd.append("--no-latency")
         if self.config_path is not None:
@@ -129,7 +139,9 @@ class SimulatorProcess:
     def control(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(
-            f"http://127.0.0.1:{self.control_port}{path}", data=data, method=method,
+            f"http://127.0.0.1:{self.control_port}{path}",
+            data=data,
+            method=method,
             headers={"Content-Type": "application/json"},
         )
         with urllib.request.urlopen(req, timeout=10) as resp:
