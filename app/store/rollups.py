@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
@@ -40,74 +40,95 @@ class RollupReport:
     more_pending: bool = False
 
 
-def _upsert(conn: Connection, grain: Grain, select_sql: str) -> int:
+def _upsert(conn: Connection, grain: Grain, select_sql: str, lo: datetime, hi: datetime) -> int:
     cols = ["series_id", "bucket", *rollup_value_columns()]
     sets = ", ".join(f"{c} = excluded.{c}" for c in cols[2:])
     res = conn.execute(
         text(
             f"insert into {grain.table} ({', '.join(cols)})\n{select_sql}\n"
             f"on conflict (series_id, bucket) do update set {sets}"
-        )
+        ),
+        {"lo": lo, "hi": hi},
     )
     return res.rowcount or 0
 
 
 def _minute_sql() -> str:
+    # Bounds are plain parameters so the planner prunes partitions once, not per row.
     src = (
-        f"select d.series_id, d.bucket, {_RAW_COLS} from _cw_d1m d join samples s "
-        "on s.series_id = d.series_id and s.scheduled_at >= d.bucket "
-        "and s.scheduled_at < d.bucket + interval '1 minute'"
+        f"select s.series_id, d.bucket, {_RAW_COLS} from _cw_d1m d join samples s "
+        "on s.series_id = d.series_id "
+        f"and date_bin('1 minute', s.scheduled_at, {ORIGIN_SQL}) = d.bucket "
+        "where s.scheduled_at >= :lo and s.scheduled_at < :hi"
     )
     return merged_sql(src, ["series_id", "bucket"], raw=True)
 
 
-def _merge_up_sql(child: Grain, dirty: str) -> str:
+def _merge_up_sql(child: Grain, parent: Grain, dirty: str) -> str:
     vals = ", ".join(f"r.{c}" for c in rollup_value_columns())
     src = (
         f"select d.series_id, d.bucket, {vals} from {dirty} d join {child.table} r "
-        "on r.series_id = d.series_id and r.bucket >= d.bucket "
-        f"and r.bucket < d.bucket + interval '{'1 hour' if child is MINUTE else '1 day'}'"
+        f"on r.series_id = d.series_id "
+        f"and date_bin('{parent.sql_width}', r.bucket, {ORIGIN_SQL}) = d.bucket "
+        "where r.bucket >= :lo and r.bucket < :hi"
     )
     return merged_sql(src, ["series_id", "bucket"], raw=False)
 
 
+def _day_floor(t: datetime) -> datetime:
+    return t.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
 def roll_up_batch(conn: Connection, limit: int = 20000) -> tuple[int, int, int]:
-    """Recompute up to ``limit`` dirty minutes and their hours and days in ``conn``'s transaction.
+    """Recompute up to ``limit`` dirty minutes of the oldest dirty UTC day, and their hours
+    and days, in ``conn``'s transaction.
 
     Returns (minutes, hours, days) recomputed; (0, 0, 0) when nothing was pending.
     """
+    first = conn.execute(
+        text("select bucket from rollup_dirty order by bucket limit 1")
+    ).scalar_one_or_none()
+    if first is None:
+        return (0, 0, 0)
+    day = _day_floor(first.astimezone(UTC))
     conn.execute(
         text(
             "create temp table _cw_d1m on commit drop as "
             "with picked as (select series_id, bucket from rollup_dirty "
+            "where bucket >= :d0 and bucket < :d1 "
             "order by bucket, series_id limit :lim for update skip locked), "
             "gone as (delete from rollup_dirty r using picked p "
             "where r.series_id = p.series_id and r.bucket = p.bucket "
             "returning r.series_id, r.bucket) select * from gone"
         ),
-        {"lim": limit},
+        {"lim": limit, "d0": day, "d1": day + timedelta(days=1)},
     )
-    span = conn.execute(text("select count(*), min(bucket), max(bucket) from _cw_d1m")).one()
-    if not span[0]:
+    count, lo, hi = conn.execute(
+        text("select count(*), min(bucket), max(bucket) from _cw_d1m")
+    ).one()
+    if not count:
         conn.execute(text("drop table _cw_d1m"))
         return (0, 0, 0)
-    ensure_rollup_partitions(conn, span[1].date(), span[2].date())
+    ensure_rollup_partitions(conn, lo.date(), hi.date())
     conn.execute(text("analyze _cw_d1m"))
-    minutes = _upsert(conn, MINUTE, _minute_sql())
+    minutes = _upsert(conn, MINUTE, _minute_sql(), lo, hi + timedelta(minutes=1))
     conn.execute(
         text(
             "create temp table _cw_d1h on commit drop as select distinct series_id, "
             f"date_bin('1 hour', bucket, {ORIGIN_SQL}) as bucket from _cw_d1m"
         )
     )
-    hours = _upsert(conn, HOUR, _merge_up_sql(MINUTE, "_cw_d1h"))
+    conn.execute(text("analyze _cw_d1h"))
+    h_lo = lo.replace(minute=0)
+    h_hi = hi.replace(minute=0) + timedelta(hours=1)
+    hours = _upsert(conn, HOUR, _merge_up_sql(MINUTE, HOUR, "_cw_d1h"), h_lo, h_hi)
     conn.execute(
         text(
             "create temp table _cw_d1d on commit drop as select distinct series_id, "
             f"date_bin('1 day', bucket, {ORIGIN_SQL}) as bucket from _cw_d1h"
         )
     )
-    days = _upsert(conn, DAY, _merge_up_sql(HOUR, "_cw_d1d"))
+    days = _upsert(conn, DAY, _merge_up_sql(HOUR, DAY, "_cw_d1d"), day, day + timedelta(days=1))
     conn.execute(text("drop table _cw_d1m; drop table _cw_d1h; drop table _cw_d1d"))
     return (minutes, hours, days)
 

@@ -100,7 +100,7 @@ def upgrade() -> None:
         create table rollup_dirty (
             series_id integer not null,
             bucket    timestamptz not null,
-            constraint pk_rollup_dirty primary key (series_id, bucket)
+            constraint pk_rollup_dirty primary key (bucket, series_id)
         )
         """
     )
