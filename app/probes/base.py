@@ -63,6 +63,8 @@ class ProbeContext:
         self.phase = "start"
         # Set by a probe while it logs on (Oracle thin): names the round trip in flight.
         self.trips: RoundTripLog | None = None
+        # perf_counter_ns() at the start of each timed phase (for the commands' timestamps)
+        self.marks: dict[str, int] = {}
         self._cleanups: dict[int, Cleanup] = {}
         self._next = 0
 
@@ -71,6 +73,7 @@ class ProbeContext:
         """Time the body as ``phase``; store it in ``result.<field_name>`` if given."""
         self.phase = phase
         start = time.perf_counter_ns()
+        self.marks[phase] = start
         yield
         elapsed = time.perf_counter_ns() - start
         if field_name is not None:

@@ -9,7 +9,7 @@ and commits, untimed, so the table stays small.
 
 The table must exist; its setup SQL and the least privileges the probe user
 needs are in :data:`ORACLE_SETUP_SQL` / :data:`POSTGRES_SETUP_SQL` and
-docs/probes.md. Parameters: ``table`` (default ``connwatch_commit_probe``),
+docs/probes.md. Parameters: ``table`` (default ``connwatch_probe``),
 ``probe_id`` (default ``connwatch``; tells concurrent probes' rows apart),
 ``purge_every`` (100), ``keep_seconds`` (3600).
 """
@@ -23,29 +23,29 @@ from app.probes.base import Probe, ProbeConfigError, ProbeContext, check_params,
 from app.probes.logon import Logon, record_info, timed_logon
 from app.probes.spec import ProbeSpec
 
-DEFAULT_TABLE = "connwatch_commit_probe"
+DEFAULT_TABLE = "connwatch_probe"
 
 ORACLE_SETUP_SQL = """\
 -- as a DBA: the probe user owns its scratch table and can do nothing else
 create user connwatch identified by "<password>" quota 10m on users;
 grant create session to connwatch;
-create table connwatch.connwatch_commit_probe (
+create table connwatch.connwatch_probe (
   probe_id varchar2(64) not null,
   at       timestamp    not null
 );
-create index connwatch.connwatch_commit_probe_ix
-  on connwatch.connwatch_commit_probe (probe_id, at);
+create index connwatch.connwatch_probe_ix
+  on connwatch.connwatch_probe (probe_id, at);
 """
 
 POSTGRES_SETUP_SQL = """\
 -- as the database owner
 create role connwatch login password '<password>';
-create table connwatch_commit_probe (
+create table connwatch_probe (
   probe_id text        not null,
   at       timestamptz not null
 );
-create index connwatch_commit_probe_ix on connwatch_commit_probe (probe_id, at);
-grant select, insert, delete on connwatch_commit_probe to connwatch;
+create index connwatch_probe_ix on connwatch_probe (probe_id, at);
+grant select, insert, delete on connwatch_probe to connwatch;
 """
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_$#]{0,127}(\.[A-Za-z_][A-Za-z0-9_$#]{0,127})?$")

@@ -7,7 +7,8 @@ error or timeout. Every run: one untimed warm-up ping (as ``ociping.rwl`` does),
 then ``ping_ns`` (one ping), then ``query_ns`` (``select 1 from dual`` /
 ``select 1``, execute and fetch). Identity fields are repeated on every sample.
 ``extra["round_trips_run"]`` counts the Oracle round trips of this run.
-Parameters: ``warm`` (bool, default true).
+Parameters: ``warm`` (bool, default true), ``query`` (bool, default true; the
+``ociping`` command turns it off, as rwloadsim's ociping only pings).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ class SessionPing(Probe):
 
     def __init__(self, spec: ProbeSpec) -> None:
         super().__init__(spec)
-        check_params(spec.params, {"warm"}, self.name)
+        check_params(spec.params, {"warm", "query"}, self.name)
         self.warm: bool = param(spec.params, "warm", bool, True)
+        self.query: bool = param(spec.params, "query", bool, True)
         self._logon: Logon | None = None
         self._info: SessionInfo | None = None
         self._lost = False
@@ -54,8 +56,9 @@ class SessionPing(Probe):
             await s.ping()
         with ctx.timed("ping", "ping_ns"):
             await s.ping()
-        with ctx.timed("query", "query_ns"):
-            await s.query()
+        if self.query:
+            with ctx.timed("query", "query_ns"):
+                await s.query()
         after = s.round_trips
         if before is not None and after is not None:
             r.extra["round_trips_run"] = after - before

@@ -26,7 +26,7 @@ def _setup(dsn: str) -> None:
 
 def _count(dsn: str) -> int:
     with psycopg.connect(dsn) as conn:
-        row = conn.execute("select count(*) from connwatch_commit_probe").fetchone()
+        row = conn.execute("select count(*) from connwatch_probe").fetchone()
         assert row is not None
         return int(row[0])
 

@@ -1,0 +1,218 @@
+"""The ad-hoc commands, run as real subprocesses against a real PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from app.pgcluster import PgCluster
+
+CONNPING_LINE = re.compile(
+    r"^connect:\d+\.\d{2} ms, ociping:\d+\.\d{3} ms, dualping:\d+\.\d{3} ms,"
+    r" sid=\d+, inst#=\d+, time=\d+\.\d$"
+)
+SUMMARY = re.compile(
+    r"^(connect|ociping|dualping) mean=\d+\.\d\d, stddev=\d+\.\d\d, min=\d+\.\d\d, max=\d+\.\d\d$"
+)
+OCIPING_LINE = re.compile(r"^\d+\.\d{3} \d+\.\d$")
+OCIPING_SUMMARY = re.compile(
+    r"^ociping mean=\d+\.\d{3}, stddev=\d+\.\d{3}, min=\d+\.\d{3}, max=\d+\.\d{3}$"
+)
+
+
+def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app.probes.commands", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+
+
+def _dsn(pg: PgCluster) -> str:
+    return f"postgresql://{pg.user}@127.0.0.1:{pg.port}/postgres"
+
+
+def test_connping_output_matches_connping_line_for_line(
+    pg_cluster: PgCluster, tmp_path: Path
+) -> None:
+    csv = tmp_path / "out.csv"
+    res = _run(
+        "connping", "-l", _dsn(pg_cluster), "--period=1", "--interval=0.25", f"--csvoutput={csv}"
+    )
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    # 4 iterations (0, .25, .5, .75); the first is connping's discarded one
+    assert len(lines) == 3 + 3, res.stdout
+    for line in lines[:3]:
+        assert CONNPING_LINE.match(line), line
+    assert [SUMMARY.match(x) is not None for x in lines[3:]] == [True, True, True]
+    assert [x.split()[0] for x in lines[3:]] == ["connect", "ociping", "dualping"]
+    times = [float(x.rsplit("time=", 1)[1]) for x in lines[:3]]
+    assert times == sorted(times) and 0.2 <= times[0] <= 0.4
+    rows = csv.read_text().splitlines()
+    assert rows[0] == "# CONN OCI DUAL SID INST TIME"
+    assert all(
+        re.match(r"^\d+\.\d{3} \d+\.\d{3} \d+\.\d{3} \d+ \d+ \d+\.\d{2}$", r) for r in rows[1:]
+    )
+    assert len(rows) == 4
+
+
+def test_connping_time_options(pg_cluster: PgCluster, tmp_path: Path) -> None:
+    csv = tmp_path / "x.csv"
+    res = _run(
+        "connping",
+        "-l",
+        _dsn(pg_cluster),
+        "--period=0.4",
+        "--interval=0.2",
+        "--no-timestamp",
+        "--csvexcel",
+        f"--csvoutput={csv}",
+    )
+    assert res.returncode == 0, res.stderr
+    assert re.match(
+        r"^connect:\S+ ms, ociping:\S+ ms, dualping:\S+ ms, sid=\d+, inst#=\d+$",
+        res.stdout.splitlines()[0],
+    )
+    raw = csv.read_bytes()
+    assert raw.startswith(b"CONN;OCI;DUAL;SID;INST\r\n") and raw.count(b"\r\n") == 2
+    res = _run(
+        "connping",
+        "-l",
+        _dsn(pg_cluster),
+        "--period=0.4",
+        "--interval=0.2",
+        "--utctime",
+        "--unixepoch",
+        "--utcformat=YYYY/MM/DD HH24:MI:SS",
+    )
+    assert "--unixepoch has been turned of as --utctime is set" in res.stderr
+    assert re.search(r", time=\d{4}/\d\d/\d\d \d\d:\d\d:\d\d$", res.stdout.splitlines()[0])
+    res = _run("connping", "-l", _dsn(pg_cluster), "--period=0.4", "--interval=0.2", "--unixepoch")
+    epoch = float(res.stdout.splitlines()[0].rsplit("time=", 1)[1])
+    assert abs(epoch - time.time()) < 60
+
+
+def test_connping_json(pg_cluster: PgCluster) -> None:
+    res = _run("connping", "-l", _dsn(pg_cluster), "--period=0.6", "--interval=0.2", "--json")
+    assert res.returncode == 0, res.stderr
+    objs = [json.loads(x) for x in res.stdout.splitlines()]
+    assert len(objs) == 3
+    assert all(o["status"] == "ok" and o["logon_ns"] > 0 for o in objs[:2])
+    assert objs[2]["summary"]["connect"]["n"] == 2
+
+
+def test_ociping_output(pg_cluster: PgCluster, tmp_path: Path) -> None:
+    csv = tmp_path / "p.csv"
+    res = _run(
+        "ociping", "-l", _dsn(pg_cluster), "--period=0.6", "--interval=0.2", f"--csvoutput={csv}"
+    )
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert len(lines) == 3 + 1
+    assert all(OCIPING_LINE.match(x) for x in lines[:3]), lines
+    assert OCIPING_SUMMARY.match(lines[3])
+    assert csv.read_text().splitlines()[0] == "# PING TIME"
+
+
+def test_ctrl_c_prints_the_summary(pg_cluster: PgCluster) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "app.probes.commands",
+            "connping",
+            "-l",
+            _dsn(pg_cluster),
+            "--period=60",
+            "--interval=0.1",
+            "--flush-output",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert CONNPING_LINE.match(first.rstrip("\n")), first
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    tail = out.splitlines()[-3:]
+    assert [SUMMARY.match(x) is not None for x in tail] == [True, True, True], out + err
+    assert "Traceback" not in err
+
+
+def test_bad_input_is_a_clear_error() -> None:
+    res = _run("connping", "-l", "nonsense")
+    assert res.returncode == 2
+    assert res.stderr.strip() == (
+        "connping: error: -l must be user/password@connect (or a PostgreSQL DSN)"
+    )
+    res = _run("connping", "-l", "a/b@h/s", "--interval=0")
+    assert res.returncode == 2 and "--interval must be a positive" in res.stderr
+    res = _run("sweep", "-l", "a/b@h/s", "--levels=1,x")
+    assert res.returncode == 2 and "--levels must be a comma-separated list" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_unreachable_target_exits_1_without_password_in_output() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = _run("connping", "-l", f"scott/Secr3tPw@127.0.0.1:{port}/FREEPDB1", "--period=1")
+    assert res.returncode == 1
+    assert "NET-ECONNREFUSED" in res.stderr and "Secr3tPw" not in res.stderr + res.stdout
+
+
+def test_password_is_prompted_when_omitted() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app.probes.commands",
+            "connping",
+            "-l",
+            f"scott@127.0.0.1:{port}/FREEPDB1",
+            "--period=1",
+        ],
+        input="typed-secret\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    assert "Password for scott" in res.stderr
+    assert res.returncode == 1 and "typed-secret" not in res.stderr + res.stdout
+
+
+def test_sweep_table(pg_cluster: PgCluster) -> None:
+    res = _run("sweep", "-l", _dsn(pg_cluster), "--levels=1,2", "--logons=3")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].split()[:4] == ["mode", "level", "logons", "errors"]
+    rows = [x.split() for x in lines[2:4]]
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [
+        ("direct", "1", "3", "0"),
+        ("direct", "2", "6", "0"),
+    ]
+    assert "6/" not in res.stdout  # the progress bar goes to stderr
+    assert "9/9" in res.stderr

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from app.probes.connping_csv import ConnpingCsvError, parse_connping_csv
+from app.samples import SampleStatus
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def test_plain_time_form() -> None:
+    text = (
+        "# CONN OCI DUAL SID INST TIME\n"
+        "12.573 0.169 0.183 17183 1 0.52\n"
+        "4.339 0.117 0.120 9 2 1.51\n"
+    )
+    s1, s2 = parse_connping_csv(text.splitlines(True), start=START, series_id=7)
+    assert s1.status is SampleStatus.OK and s1.series_id == 7
+    assert (s1.logon_ns, s1.ping_ns, s1.query_ns, s1.sid) == (12_573_000, 169_000, 183_000, 17183)
+    assert s1.extra["instance_number"] == 1 and s1.logoff_ns is None
+    assert s2.scheduled_at == datetime(2026, 1, 1, 0, 0, 1, 510000, tzinfo=UTC)
+
+
+def test_excel_epoch_and_utc_forms() -> None:
+    excel = ["CONN;OCI;DUAL;SID;INST;EPOCH\r\n", "1.000;2.000;3.000;4;5;1700000000.25\r\n"]
+    (s,) = parse_connping_csv(excel)
+    assert s.scheduled_at == datetime.fromtimestamp(1700000000.25, UTC)
+    utc = ["# CONN OCI DUAL SID INST UTCTIME\n", "1.0 2.0 3.0 4 5 2026.03.04.15:06:07.89\n"]
+    (u,) = parse_connping_csv(utc)
+    assert u.scheduled_at == datetime(2026, 3, 4, 15, 6, 7, 890000, tzinfo=UTC)
+    custom = ["CONN;OCI;DUAL;SID;INST;UTCTIME\r\n", "1;2;3;4;5;2026/03/04 15:06:07\r\n"]
+    (c,) = parse_connping_csv(custom, utcformat="YYYY/MM/DD HH24:MI:SS")
+    assert c.scheduled_at == datetime(2026, 3, 4, 15, 6, 7, tzinfo=UTC)
+
+
+def test_no_timestamp_needs_schedule_and_marks_estimate() -> None:
+    lines = ["# CONN OCI DUAL SID INST\n", "1 2 3 4 5\n", "1 2 3 4 5\n"]
+    with pytest.raises(ConnpingCsvError, match="no timestamps"):
+        parse_connping_csv(lines)
+    a, b = parse_connping_csv(lines, start=START, interval=2.0)
+    assert b.scheduled_at == datetime(2026, 1, 1, 0, 0, 4, tzinfo=UTC)
+    assert a.extra["time_estimated"] is True
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ([], "empty file"),
+        (["hello world\n"], "line 1: not a connping CSV header"),
+        (["# CONN OCI DUAL SID INST EPOCH\n", "1 2 x 4 5 6\n"], "line 2: not numbers"),
+        (["# CONN OCI DUAL SID INST EPOCH\n", "1 2 3 4\n"], "line 2: expected 6 fields"),
+        (["# CONN OCI DUAL SID INST TIME\n", "1 2 3 4 5 6\n"], "relative to the run's start"),
+        (["# CONN OCI DUAL SID INST UTCTIME\n", "1 2 3 4 5 yesterday\n"], "line 2: UTCTIME"),
+    ],
+)
+def test_bad_files_say_where(lines: list[str], message: str) -> None:
+    with pytest.raises(ConnpingCsvError, match=message):
+        parse_connping_csv(lines)
