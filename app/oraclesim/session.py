@@ -7,8 +7,9 @@ import contextlib
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import messages as msg
 from . import negotiation as neg
@@ -49,6 +50,7 @@ PHASE_OF = {
     FN_REEXEC_FETCH: "query",
     FN_FETCH: "query",
 }
+T = TypeVar("T")
 SERVER_TYPE = {"dedicated": "DEDICATED", "shared": "SHARED", "pooled": "POOLED"}
 
 
@@ -70,6 +72,8 @@ class Request:
     r: Reader
     oneway: bool = False
     closes: list[int] = field(default_factory=list)
+    args: tuple[int, ...] = ()
+    sql: str = ""
 
 
 class Session:
@@ -96,6 +100,7 @@ class Session:
         self.drcp_attached = False
         self._pending: asyncio.Task[Packet] | None = None
         self._killed = False
+        self.pairs: dict[str, str] = {}
 
     # ----------------------------------------------------------------- transport
     async def packet(self) -> Packet:
@@ -191,29 +196,33 @@ class Session:
 
     async def logon(self) -> bool:
         """Negotiation and both auth phases; False when the logon failed (answered)."""
-        pkt = await self.packet()
-        r = Reader(pkt.payload)
-        fast = self.sim.config.fast_auth and r.data[:1] == b"\x22"
+        fast_ok = self.sim.config.fast_auth
+
+        def first(r: Reader) -> tuple[bool, Request | None]:
+            if fast_ok and r.data[:1] == b"\x22":
+                neg.parse_fast_auth_prefix(r)
+                return True, self.parse_auth(r)
+            neg.skip_protocol_request(r)
+            return False, None
+
+        fast, req = await self.whole(first)
         if fast:
-            neg.parse_fast_auth_prefix(r)
             prec = self.rec.begin("logon")
         else:
             prec = self.rec.begin("negotiate")
             extra, _ = await self.apply_faults("negotiate", prec)
             await self.inject("negotiate", prec, extra)
-            neg.skip_protocol_request(r)
             self.send(neg.protocol_reply(self.sim.banner))
-            r = Reader((await self.packet()).payload)
-            neg.skip_data_types_request(r)
+            await self.whole(neg.skip_data_types_request)
             self.send(neg.DATA_TYPES_REPLY)
             self.end(prec)
             prec = self.rec.begin("logon")
-            r = Reader((await self.packet()).payload)
-        req = self.parse_function(r)
+            req = await self.whole(self.parse_auth)
+        assert req is not None
         if req.fn != FN_AUTH1:
             raise Closed
         extra, answer = await self.apply_faults("logon", prec)
-        user = self.read_auth_header(req.r)
+        user = req.sql
         self.user = self.rec.user = user
         ucfg = self.sim.config.users.get(user.upper())
         verifier = (
@@ -227,11 +236,10 @@ class Session:
             w.raw(neg.protocol_reply(self.sim.banner)).raw(neg.DATA_TYPES_REPLY)
         msg.parameters(w, challenge.phase_one_params())
         self.send(msg.status(w, 0, req.seq).getvalue())
-        req = self.parse_function(Reader((await self.packet()).payload))
+        req = await self.whole(self.parse_auth)
         if req.fn != FN_AUTH2:
             raise Closed
-        self.read_auth_header(req.r)
-        kv = self.read_pairs(req.r)
+        kv = self.pairs
         await self.inject("logon", prec, extra)
         ok, combo = challenge.check(kv.get("AUTH_SESSKEY", ""), kv.get("AUTH_PASSWORD", ""))
         code = 0
@@ -372,27 +380,37 @@ class Session:
         else:
             raise NeedMoreData  # unknown piggyback: cannot find the function behind it
 
-    @staticmethod
-    def read_auth_header(r: Reader) -> str:
+    async def whole(self, parse: Callable[[Reader], T]) -> T:
+        """Parse one request, reading more packets while it is incomplete."""
+        payload = (await self.packet()).payload
+        while True:
+            try:
+                return parse(Reader(payload))
+            except NeedMoreData:
+                payload += (await self.packet()).payload
+
+    def parse_auth(self, r: Reader) -> Request:
+        """An auth function: user name in req.sql, key/value pairs in self.pairs."""
+        req = self.parse_function(r)
+        if req.fn not in (FN_AUTH1, FN_AUTH2):
+            return req
         has_user = r.u8()
         user_len = r.uint()
         r.uint()  # auth mode
         r.u8()
-        r.uint()  # number of pairs
+        count = r.uint()
         r.u8()
         r.u8()
-        return (r.bytes_() or b"").decode() if has_user and user_len else ""
-
-    @staticmethod
-    def read_pairs(r: Reader) -> dict[str, str]:
-        out: dict[str, str] = {}
-        while not r.at_end():
+        req.sql = (r.bytes_() or b"").decode() if has_user and user_len else ""
+        pairs: dict[str, str] = {}
+        for _ in range(count):
             key = r.str_two_lengths()
             value = r.str_two_lengths()
             r.uint()
             if key:
-                out[key.rstrip("\x00")] = value or ""
-        return out
+                pairs[key.rstrip("\x00")] = value or ""
+        self.pairs = pairs
+        return req
 
     async def call_loop(self) -> None:
         st = self.sim.state
@@ -409,6 +427,7 @@ class Session:
             while True:
                 try:
                     req = self.parse_function(Reader(payload))
+                    self.parse_args(req)
                     break
                 except NeedMoreData:  # a request larger than one packet
                     payload += (await self.packet()).payload
@@ -465,32 +484,28 @@ class Session:
                 self.sim.state.cm_elapsed_us += (time.perf_counter_ns() - t0) // 1000
 
     def dispatch(self, req: Request, w: Writer) -> int:
-        st = self.sim.state
         if req.fn in (FN_PING, FN_LOGOFF):
             msg.status(w, self.call_status, req.seq)
         elif req.fn in (FN_COMMIT, FN_ROLLBACK):
             self.end_txn(req.fn == FN_COMMIT)
             msg.status(w, 0, req.seq)
         elif req.fn == FN_EXECUTE:
-            return self.execute(req.r, w)
+            return self.execute(req, w)
         elif req.fn in (FN_REEXEC, FN_REEXEC_FETCH):
-            cursor_id = req.r.uint()
-            num_iters = req.r.uint()
-            req.r.uint()
-            commit = req.r.uint() & 1
+            cursor_id, num_iters, commit = req.args
             cur = self.cursors.get(cursor_id)
             if cur is None:
                 return self.fail(w, SqlError(1001, "invalid cursor"), cursor_id)
-            return self.run_cursor(cursor_id, cur, num_iters, bool(commit), w, describe=False)
+            fetch = num_iters if req.fn == FN_REEXEC_FETCH else 0
+            return self.run_cursor(cursor_id, cur, fetch, bool(commit), w, describe=False)
         elif req.fn == FN_FETCH:
-            cursor_id = req.r.uint()
+            cursor_id, count = req.args
             cur = self.cursors.get(cursor_id)
             if cur is None or cur.result is None:
                 return self.fail(w, SqlError(1001, "invalid cursor"), cursor_id)
-            self.rows(cursor_id, cur, req.r.uint(), w)
+            self.rows(cursor_id, cur, count, w)
         else:
             return self.fail(w, SqlError(3115, "unsupported network datatype or representation"))
-        st.execute_count += 0
         return 0
 
     def end_txn(self, commit: bool) -> None:
@@ -504,32 +519,43 @@ class Session:
         msg.error(w, e.code, e.text, cursor_id=cursor_id, call_status=self.call_status)
         return e.code
 
-    def execute(self, r: Reader, w: Writer) -> int:
-        options = r.uint()
-        cursor_id = r.uint()
-        r.u8()
-        sql_len = r.uint()
-        r.u8(), r.uint()  # al8i4 pointer and length
-        r.u8(), r.u8(), r.uint()  # al8o4, al8o4l, prefetch buffer size
-        num_iters = r.uint()
-        r.uint()  # max long size
-        r.u8(), r.uint()  # binds
-        for _ in range(5):  # al8app, al8txn, al8txl, al8kv, al8kvl
+    @staticmethod
+    def parse_args(req: Request) -> None:
+        """Read a call's arguments (raises NeedMoreData while the request is incomplete)."""
+        r = req.r
+        if req.fn in (FN_REEXEC, FN_REEXEC_FETCH):
+            cursor_id, num_iters, _, options_2 = r.uint(), r.uint(), r.uint(), r.uint()
+            req.args = (cursor_id, num_iters, options_2 & 1)
+        elif req.fn == FN_FETCH:
+            req.args = (r.uint(), r.uint())
+        elif req.fn == FN_EXECUTE:
+            options, cursor_id = r.uint(), r.uint()
             r.u8()
-        r.u8(), r.uint(), r.uint()  # defines, registration id (lsb)
-        r.u8(), r.u8(), r.u8(), r.uint(), r.u8(), r.uint()  # objlist .. al8dnaml
-        r.uint()  # registration id (msb)
-        r.u8(), r.uint(), r.u8()  # DML row counts
-        r.u8(), r.uint(), r.u8(), r.uint(), r.u8()  # SQL signature, SQL id (12.2)
-        r.u8(), r.uint()  # chunk ids (12.2 ext1)
-        sql = ""
-        if options & 0x01 and sql_len:
-            sql = (r.bytes_() or b"").decode("utf-8", "replace")
-        if sql:
+            sql_len = r.uint()
+            r.u8(), r.uint()  # al8i4 pointer and length
+            r.u8(), r.u8(), r.uint()  # al8o4, al8o4l, prefetch buffer size
+            num_iters = r.uint()
+            r.uint()  # max long size
+            r.u8(), r.uint()  # binds
+            for _ in range(5):  # al8app, al8txn, al8txl, al8kv, al8kvl
+                r.u8()
+            r.u8(), r.uint(), r.uint()  # defines, registration id (lsb)
+            r.u8(), r.u8(), r.u8(), r.uint(), r.u8(), r.uint()  # objlist .. al8dnaml
+            r.uint()  # registration id (msb)
+            r.u8(), r.uint(), r.u8()  # DML row counts
+            r.u8(), r.uint(), r.u8(), r.uint(), r.u8()  # SQL signature, SQL id (12.2)
+            r.u8(), r.uint()  # chunk ids (12.2 ext1)
+            if options & 0x01 and sql_len:
+                req.sql = (r.bytes_() or b"").decode("utf-8", "replace")
+            req.args = (options, cursor_id, num_iters)
+
+    def execute(self, req: Request, w: Writer) -> int:
+        options, cursor_id, num_iters = req.args
+        if req.sql:
             if cursor_id == 0:
                 cursor_id = self.next_cursor
                 self.next_cursor += 1
-            self.cursors[cursor_id] = Cursor(sql)
+            self.cursors[cursor_id] = Cursor(req.sql)
         cur = self.cursors.get(cursor_id)
         if cur is None:
             return self.fail(w, SqlError(1001, "invalid cursor"))

@@ -1,0 +1,49 @@
+"""Helpers for the contract tests: the unmodified python-oracledb thin driver."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import oracledb
+
+
+class Target(Protocol):
+    host: str
+    port: int
+
+    def dsn(self, service: str = ..., mode: str = ...) -> str: ...
+
+
+def connect(
+    sim: Target,
+    service: str = "FREEPDB1",
+    mode: str = "dedicated",
+    user: str = "scott",
+    password: str = "tiger",
+    **kw: Any,
+) -> oracledb.Connection:
+    return oracledb.connect(user=user, password=password, dsn=sim.dsn(service, mode), **kw)
+
+
+async def connect_async(
+    sim: Target,
+    service: str = "FREEPDB1",
+    mode: str = "dedicated",
+    user: str = "scott",
+    password: str = "tiger",
+    **kw: Any,
+) -> oracledb.AsyncConnection:
+    return await oracledb.connect_async(
+        user=user, password=password, dsn=sim.dsn(service, mode), **kw
+    )
+
+
+def code(exc: BaseException) -> str:
+    """The full_code (ORA-nnnnn / DPY-nnnn) of a python-oracledb exception."""
+    return str(exc.args[0].full_code)
+
+
+def cause_code(exc: BaseException) -> str:
+    """full_code of the wrapped error of a DPY-6005 'cannot connect'."""
+    assert exc.__cause__ is not None
+    return code(exc.__cause__)
