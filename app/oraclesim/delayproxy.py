@@ -1,0 +1,217 @@
+"""A userspace TCP proxy that delays every chunk by a fixed one-way time, both ways.
+
+``tc netem`` is not available on these machines, so the probe-accuracy benchmark
+puts this proxy between the probe and the simulator: each chunk read from one
+side is held for ``delay_s`` and then written to the other side, in order. A
+round trip through the proxy therefore costs ``2 * delay_s`` plus the proxy's own
+forwarding cost, which the benchmark calibrates at ``delay_s = 0`` in the same run.
+
+Precision: asyncio timers wake up late by up to a millisecond (the selector's
+timeout is rounded up to whole milliseconds), which would blur a 1 ms round
+trip. So a chunk waits with ``asyncio.sleep`` until ``SPIN_S`` before it is due
+and then with a short blocking ``time.sleep`` (about 60 us late on Linux). The
+blocking wait stalls the proxy's own event loop for at most ``SPIN_S``; run the
+proxy on its own thread (:class:`DelayProxyThread`) so the probe's loop is never
+blocked.
+
+Limits: the TCP handshake is answered by the kernel and is not delayed (a real
+network spends one round trip there); a REDIRECT (shared-server dispatcher)
+sends the client to the dispatcher's own address, around the proxy.
+
+API::
+
+    async with DelayProxy("127.0.0.1", upstream_port, delay_s=0.0025) as proxy:
+        ... connect to proxy.host:proxy.port ...
+
+    with DelayProxyThread("127.0.0.1", upstream_port, delay_s=0.001) as proxy:
+        proxy.set_delay(0.005)   # takes effect for chunks read from now on
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections import deque
+from collections.abc import Coroutine
+from types import TracebackType
+from typing import Any
+
+SPIN_S = 0.0015
+CHUNK = 65536
+
+
+class DelayProxy:
+    """The proxy itself; runs in whatever event loop starts it."""
+
+    def __init__(
+        self,
+        upstream_host: str,
+        upstream_port: int,
+        delay_s: float = 0.0,
+        *,
+        listen_host: str = "127.0.0.1",
+        listen_port: int = 0,
+    ) -> None:
+        if delay_s < 0:
+            raise ValueError(f"delay_s must be >= 0, got {delay_s}")
+        self.upstream = (upstream_host, upstream_port)
+        self.delay_s = delay_s
+        self.host = listen_host
+        self.port = listen_port
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.connections = 0
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._handle, self.host, self.port)
+        self.port = int(self._server.sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def __aenter__(self) -> DelayProxy:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _handle(self, c_reader: asyncio.StreamReader, c_writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            u_reader, u_writer = await asyncio.open_connection(*self.upstream)
+        except OSError:
+            c_writer.close()
+            return
+        up = self._spawn(self._pipe(c_reader, u_writer))
+        down = self._spawn(self._pipe(u_reader, c_writer))
+        try:
+            await asyncio.gather(up, down)
+        except asyncio.CancelledError:
+            up.cancel()
+            down.cancel()
+            raise
+        finally:
+            for w in (c_writer, u_writer):
+                w.close()
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Read chunks as they come; a second task writes each one when it is due."""
+        queue: deque[tuple[float, bytes]] = deque()
+        ready = asyncio.Event()
+        done = False
+
+        async def send() -> None:
+            while True:
+                while not queue:
+                    if done:
+                        return
+                    ready.clear()
+                    await ready.wait()
+                due, data = queue.popleft()
+                wait = due - time.perf_counter()
+                if wait > SPIN_S:
+                    await asyncio.sleep(wait - SPIN_S)
+                    wait = due - time.perf_counter()
+                if wait > 0:
+                    time.sleep(wait)  # the last stretch, precisely (see module docs)
+                writer.write(data)
+                await writer.drain()
+
+        sender = self._spawn(send())
+        try:
+            while True:
+                data = await reader.read(CHUNK)
+                if not data:
+                    break
+                queue.append((time.perf_counter() + self.delay_s, data))
+                ready.set()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            done = True
+            ready.set()
+        with contextlib.suppress(ConnectionError, OSError):
+            await sender
+            if writer.can_write_eof():
+                writer.write_eof()
+
+
+class DelayProxyThread:
+    """A :class:`DelayProxy` on its own thread and event loop (context manager)."""
+
+    def __init__(self, upstream_host: str, upstream_port: int, delay_s: float = 0.0) -> None:
+        self.proxy = DelayProxy(upstream_host, upstream_port, delay_s)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._main, name="delayproxy", daemon=True)
+
+    @property
+    def host(self) -> str:
+        return self.proxy.host
+
+    @property
+    def port(self) -> int:
+        return self.proxy.port
+
+    def set_delay(self, delay_s: float) -> None:
+        if delay_s < 0:
+            raise ValueError(f"delay_s must be >= 0, got {delay_s}")
+        self.proxy.delay_s = delay_s
+
+    def _main(self) -> None:
+        asyncio.run(self._serve())
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        try:
+            await self.proxy.start()
+        except BaseException as exc:  # reported to the starting thread
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            await self._stop.wait()
+        finally:
+            await self.proxy.stop()
+
+    def start(self) -> DelayProxyThread:
+        self._thread.start()
+        self._ready.wait(10)
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+
+    def __enter__(self) -> DelayProxyThread:
+        return self.start()
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
