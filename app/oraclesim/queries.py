@@ -1,6 +1,6 @@
 """The query catalogue: a tiny SQL subset over DUAL, the V$ views and scratch tables.
 
-    select <items> from <dual | v$view> [where col = value [and ...]]
+    select <items> from <dual | v$view> [where col = value [and ...]] [order by col [desc]]
     insert into <scratch table> ... / delete from <scratch table> ...
     commit / rollback
 
@@ -51,7 +51,8 @@ UserEnv = Callable[[str], str | None]
 
 _SELECT = re.compile(
     r"^select\s+(?P<items>.+?)\s+from\s+(?P<src>[\w$#.]+)(?:\s+(?P<alias>[a-z_]\w*))?"
-    r"(?:\s+where\s+(?P<where>.+))?$",
+    r"(?:\s+where\s+(?P<where>.+?))?"
+    r"(?:\s+order\s+by\s+(?P<order>[\w$#]+)(?:\s+(?P<dir>asc|desc))?)?$",
     re.I | re.S,
 )
 _SYS_CONTEXT = re.compile(r"^sys_context\s*\(\s*'userenv'\s*,\s*'(\w+)'\s*\)$", re.I)
@@ -138,6 +139,11 @@ def _select(m: re.Match[str], state: ServerState, userenv: UserEnv) -> QueryResu
         cols_def, rows = view
     if m.group("where"):
         rows = [r for r in rows if _matches(m.group("where"), r, userenv)]
+    if m.group("order"):
+        key = m.group("order").upper()
+        if rows and key not in rows[0]:
+            raise SqlError(904, f'"{key}": invalid identifier')
+        rows = sorted(rows, key=lambda r: r[key], reverse=(m.group("dir") or "").lower() == "desc")
     items = split_top(m.group("items"))
     if items == ["*"]:
         return QueryResult(

@@ -179,8 +179,8 @@ class Simulator:
         mode = req.server if req.server in MODES else "dedicated"
 
         def refused(code: int) -> None:
-            writer.write(refuse(code))
             prec.end_ns = time.perf_counter_ns()
+            writer.write(refuse(code))
             prec.outcome = f"error:{code}"
 
         if svc is None:
@@ -213,14 +213,14 @@ class Simulator:
         if prec.injected_ns:
             await asyncio.sleep(prec.injected_ns / 1e9)
         if mode == "shared" and svc.shared_redirect and not via_dispatcher:
-            writer.write(redirect(self.host, self.dispatcher_port, req.descriptor))
             prec.end_ns = time.perf_counter_ns()
+            writer.write(redirect(self.host, self.dispatcher_port, req.descriptor))
             prec.outcome = "redirect"
             await writer.drain()
             return None
         sdu = max(min(req.sdu or 8192, self.config.sdu), 512)
-        writer.write(accept(sdu, self.config.fast_auth))
         prec.end_ns = time.perf_counter_ns()
+        writer.write(accept(sdu, self.config.fast_auth))
         if mode == "shared":
             self.state.shared.disp_accept += 1
             self.state.shared.disp_owned += 1

@@ -214,8 +214,8 @@ class Session:
             await self.inject("negotiate", prec, extra)
             self.send(neg.protocol_reply(self.sim.banner))
             await self.whole(neg.skip_data_types_request)
-            self.send(neg.DATA_TYPES_REPLY)
             self.end(prec)
+            self.send(neg.DATA_TYPES_REPLY)
             prec = self.rec.begin("logon")
             req = await self.whole(self.parse_auth)
         assert req is not None
@@ -259,8 +259,8 @@ class Session:
             if not await self.attach_pooled():
                 code = 12520
         if code:
-            self.send(msg.error(Writer(), code).getvalue())
             self.end(prec, f"error:{code}")
+            self.send(msg.error(Writer(), code).getvalue())
             return False
         self.start_session()
         assert self.info is not None
@@ -276,8 +276,8 @@ class Session:
             ("AUTH_MAX_OPEN_CURSORS", "300", 0),
             ("AUTH_MAX_IDEN_LENGTH", "128", 0),
         ]
-        self.send(msg.status(msg.parameters(Writer(), params), 0, req.seq).getvalue())
         self.end(prec)
+        self.send(msg.status(msg.parameters(Writer(), params), 0, req.seq).getvalue())
         return True
 
     def start_session(self) -> None:
@@ -471,13 +471,13 @@ class Session:
                 self.end(prec, "break")
                 return False
             if answer is not None:
-                self.send(msg.error(Writer(), answer.code, call_status=self.call_status).getvalue())
                 self.end(prec, f"error:{answer.code}")
+                self.send(msg.error(Writer(), answer.code, call_status=self.call_status).getvalue())
                 return False
             w = Writer()
             code = self.dispatch(req, w)
-            self.send(w.getvalue())
             self.end(prec, f"error:{code}" if code else "ok")
+            self.send(w.getvalue())
             return req.fn == FN_LOGOFF
         finally:
             if req.fn == FN_LOGOFF:
