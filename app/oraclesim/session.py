@@ -221,9 +221,9 @@ class Session:
         assert req is not None
         if req.fn != FN_AUTH1:
             raise Closed
-        extra, answer = await self.apply_faults("logon", prec)
         user = req.sql
         self.user = self.rec.user = user
+        extra, answer = await self.apply_faults("logon", prec)
         ucfg = self.sim.config.users.get(user.upper())
         verifier = (
             self.sim.verifier(user.upper())
