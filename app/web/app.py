@@ -4,26 +4,55 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated
 
-from fastapi import Depends, FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import __version__, migrate
+from app.credentials import Vault
+from app.web import api, metrics, pages, pages_admin, vendor
+from app.web.deps import STATIC_DIR, TEMPLATES_DIR, EngineDep, get_engine
+from app.web.render import make_templates
+from app.web.timerange import RangeError
+
+__all__ = ["create_app", "get_engine"]
 
 
-def get_engine(request: Request) -> Engine:
-    engine: Engine = request.app.state.engine
-    return engine
+def _wants_html(request: Request) -> bool:
+    path = request.url.path
+    if path.startswith("/api/") or path in ("/metrics", "/healthz", "/readyz"):
+        return False
+    return "text/html" in request.headers.get("accept", "")
 
 
-EngineDep = Annotated[Engine, Depends(get_engine)]
+def _error_page(request: Request, status: int, message: str) -> Response:
+    if _wants_html(request):
+        templates = request.app.state.templates
+        page: Response = templates.TemplateResponse(
+            request,
+            "error.html",
+            {"title": f"Error {status}", "message": message},
+            status_code=status,
+        )
+        return page
+    return JSONResponse({"detail": message}, status_code=status)
 
 
-def create_app(engine: Engine) -> FastAPI:
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p not in ("query", "path", "body"))
+        parts.append(f"{loc}: {err.get('msg', 'invalid')}" if loc else str(err.get("msg")))
+    return "; ".join(parts) or "invalid request"
+
+
+def create_app(engine: Engine, *, vault: Vault | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
@@ -35,6 +64,20 @@ def create_app(engine: Engine) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.engine = engine
+    app.state.vault = vault
+    app.state.templates = make_templates(TEMPLATES_DIR, STATIC_DIR)
+
+    @app.exception_handler(RangeError)
+    async def _range_error(request: Request, exc: RangeError) -> Response:
+        return _error_page(request, 422, str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> Response:
+        return _error_page(request, 422, _validation_message(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        return _error_page(request, exc.status_code, str(exc.detail))
 
     @app.get("/healthz", tags=["health"], summary="The process is up")
     def healthz() -> dict[str, str]:
@@ -60,4 +103,10 @@ def create_app(engine: Engine) -> FastAPI:
             )
         return JSONResponse({"status": "ok", "database": "ok", "migration": current})
 
+    app.include_router(vendor.router)
+    app.include_router(api.router)
+    app.include_router(metrics.router)
+    app.include_router(pages.router)
+    app.include_router(pages_admin.router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     return app

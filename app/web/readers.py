@@ -1,0 +1,158 @@
+"""The one place the web calls the store's query functions, shaping results for pages and API.
+
+Nothing here writes SQL over samples or rollups: series, percentiles and counts come
+from :mod:`app.store`. What is added is presentation: grouping series into modes,
+milliseconds, colours, and the overview's summary of the store's buckets.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from sqlalchemy.engine import Connection
+
+from app.store.timeseries import Point, timeseries
+from app.web.lookups import ModeInfo, TargetInfo
+from app.web.overview import ModeStats
+from app.web.palette import mode_style
+from app.web.schemas import ErrorMark, ModeTimeseries, TimeseriesOut
+from app.web.timerange import TimeRange
+
+
+def connping_ids(modes: Iterable[ModeInfo], probe: str = "connping") -> dict[int, int]:
+    """series id -> mode id, for the given probe kind (every site)."""
+    return {s.id: m.id for m in modes for s in m.series if s.probe == probe}
+
+
+def _by_mode(points: list[Point], owner: dict[int, int]) -> dict[int, list[Point]]:
+    out: dict[int, list[Point]] = defaultdict(list)
+    for p in points:
+        out[owner[p.series_id]].append(p)
+    return out
+
+
+def _worst(values: Iterable[float | None]) -> float | None:
+    got = [v for v in values if v is not None]
+    return max(got) if got else None
+
+
+def _latest(points: list[Point]) -> list[Point]:
+    """The points of the most recent bucket that has successful timings (any series)."""
+    with_data = [p for p in points if p.count > 0]
+    if not with_data:
+        return []
+    last = max(p.bucket for p in with_data)
+    return [p for p in with_data if p.bucket == last]
+
+
+def overview_stats(
+    conn: Connection, targets: list[TargetInfo], now: datetime
+) -> dict[int, ModeStats]:
+    """Per mode id: recent counts, current logon/ping p50/p95, and an hour's sparkline.
+
+    - counts and the last sample's time: the store's 10-second buckets of the last 15 minutes;
+    - current p50/p95: the latest 15-minute bucket (aligned) with successful samples;
+    - sparkline: logon p50 per 5-minute bucket over the last hour;
+    - a mode with several sites shows its worst site.
+    """
+    owner = connping_ids(m for t in targets for m in t.modes)
+    stats: dict[int, ModeStats] = {mid: ModeStats() for mid in set(owner.values())}
+    if not owner:
+        return stats
+    ids = list(owner)
+    recent = timeseries(conn, ids, now - timedelta(minutes=15), now, phase="logon", max_points=90)
+    for mid, pts in _by_mode(recent.points, owner).items():
+        s = stats[mid]
+        s.last_at = max(p.bucket for p in pts) + recent.step
+        s.last_at = min(s.last_at, now)
+        for p in pts:
+            failed = p.n_error + p.n_timeout
+            s.n_15m += p.n
+            s.failed_15m += failed
+            if p.bucket + recent.step > now - timedelta(minutes=5):
+                s.n_5m += p.n
+                s.ok_5m += p.n_ok
+    for phase in ("logon", "ping"):
+        cur = timeseries(conn, ids, now - timedelta(minutes=15), now, phase=phase, max_points=1)
+        for mid, pts in _by_mode(cur.points, owner).items():
+            latest = _latest(pts)
+            setattr(stats[mid], f"{phase}_p50", _worst(p.p50_ms for p in latest))
+            setattr(stats[mid], f"{phase}_p95", _worst(p.p95_ms for p in latest))
+    hour = timeseries(conn, ids, now - timedelta(hours=1), now, phase="logon", max_points=12)
+    start = hour.start
+    nb = int((hour.end - hour.start) / hour.step)
+    for mid, pts in _by_mode(hour.points, owner).items():
+        per_series: dict[int, list[float | None]] = defaultdict(lambda: [None] * nb)
+        for p in pts:
+            i = int((p.bucket - start) / hour.step)
+            if 0 <= i < nb:
+                per_series[p.series_id][i] = p.p50_ms
+        best = max(per_series.values(), key=lambda v: sum(x is not None for x in v))
+        s = stats[mid]
+        s.spark = best
+        known = sorted(v for v in best if v is not None)
+        s.baseline_logon_p50 = known[len(known) // 2] if known else None
+    return stats
+
+
+def target_timeseries(
+    conn: Connection,
+    target: TargetInfo,
+    mode_names: list[str],
+    window: TimeRange,
+    *,
+    phase: str,
+    probe: str,
+    points: int,
+) -> TimeseriesOut:
+    """One band chart's data: per mode, p50 with its band, per bucket; error markers.
+
+    A mode with several sites shows the site with most samples per bucket.
+    """
+    modes = [m for m in target.modes if m.name in mode_names]
+    owner = connping_ids(modes, probe)
+    res = timeseries(conn, list(owner), window.start, window.end, phase=phase, max_points=points)
+    grouped = _by_mode(res.points, owner)
+    out_modes: list[ModeTimeseries] = []
+    marks: list[ErrorMark] = []
+    for m in modes:
+        best: dict[datetime, Point] = {}
+        for p in grouped.get(m.id, []):
+            if p.bucket not in best or p.n > best[p.bucket].n:
+                best[p.bucket] = p
+        pts = [best[b] for b in sorted(best)]
+        style = mode_style(m.kind)
+        out_modes.append(
+            ModeTimeseries(
+                name=m.name,
+                kind=m.kind,
+                color=style["color"],
+                dash=style["dash"],
+                symbol=style["symbol"],
+                t=[p.bucket for p in pts],
+                p5=[p.min_ms for p in pts],
+                p50=[p.p50_ms for p in pts],
+                p95=[p.p95_ms for p in pts],
+                p99=[p.p99_ms for p in pts],
+                n=[p.n for p in pts],
+                errors=[p.n_error + p.n_timeout for p in pts],
+            )
+        )
+        for p in pts:
+            failed = p.n_error + p.n_timeout
+            if failed:
+                marks.append(ErrorMark(mode=m.name, t=p.bucket, count=failed, codes=[]))
+    return TimeseriesOut(
+        target=target.name,
+        probe=probe,
+        phase=phase,
+        start=res.start,
+        end=res.end,
+        resolution=res.source,
+        step_s=res.step.total_seconds(),
+        band_low="min",
+        modes=out_modes,
+        errors=marks,
+    )

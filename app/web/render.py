@@ -1,0 +1,92 @@
+"""Jinja2 environment: filters for times and durations, URL helpers, page context."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi.templating import Jinja2Templates
+
+from app import __version__
+from app.web.timerange import PRESETS, iso
+
+NAV: tuple[tuple[str, str], ...] = (
+    ("/", "Overview"),
+    ("/compare", "Compare"),
+    ("/spikes", "Spikes"),
+    ("/samples", "Samples"),
+    ("/targets", "Targets"),
+    ("/agents", "Agents"),
+)
+PLOTLY_URL = "/static/vendor/plotly.min.js"
+
+
+def fmt_ms(value: float | None) -> str:
+    """Milliseconds with sensible precision: 0.412, 4.12, 41.2, 412."""
+    if value is None:
+        return "—"
+    if value < 1:
+        return f"{value:.3f}"
+    if value < 10:
+        return f"{value:.2f}"
+    if value < 100:
+        return f"{value:.1f}"
+    return f"{value:.0f}"
+
+
+def _as_utc(t: datetime) -> datetime:
+    return (t if t.tzinfo else t.replace(tzinfo=UTC)).astimezone(UTC)
+
+
+def fmt_utc(t: datetime | None) -> str:
+    if t is None:
+        return ""
+    return _as_utc(t).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def fmt_naive_utc(t: datetime) -> str:
+    return _as_utc(t).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def fmt_pct(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value * 100:.1f} %" if value < 0.1 else f"{value * 100:.0f} %"
+
+
+def query_string(base: dict[str, Any], **changes: Any) -> str:
+    params = {**base, **changes}
+    if "range" in changes:
+        params.pop("from", None)
+        params.pop("to", None)
+    return urlencode({k: v for k, v in params.items() if v is not None and v != ""})
+
+
+def _static_versions(static_dir: Path) -> dict[str, str]:
+    out = {}
+    for path in static_dir.glob("*.*"):
+        out[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()[:10]
+    return out
+
+
+def make_templates(templates_dir: Path, static_dir: Path) -> Jinja2Templates:
+    templates = Jinja2Templates(directory=str(templates_dir))
+    env = templates.env
+    versions = _static_versions(static_dir)
+    env.filters["ms"] = fmt_ms
+    env.filters["utc"] = fmt_utc
+    env.filters["iso"] = lambda t: iso(_as_utc(t)) if t else ""
+    env.filters["naive_utc"] = fmt_naive_utc
+    env.filters["pct"] = fmt_pct
+    env.globals.update(
+        nav=NAV,
+        version=__version__,
+        presets=list(PRESETS),
+        qs=query_string,
+        plotly_url=PLOTLY_URL,
+        static=lambda name: f"/static/{name}?v={versions.get(name, __version__)}",
+    )
+    return templates

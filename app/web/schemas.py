@@ -1,0 +1,137 @@
+"""Response models of the JSON API (they document ``/api/v1`` in the OpenAPI schema).
+
+No model has a password field: the API cannot return one by construction.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class SeriesOut(BaseModel):
+    id: int
+    probe: str
+    site: str
+    interval_ms: int
+    timeout_ms: int
+    enabled: bool
+
+
+class ModeOut(BaseModel):
+    name: str
+    kind: str
+    transport: str
+    enabled: bool
+    color: str = Field(description="Okabe-Ito colour used for this mode in charts")
+    series: list[SeriesOut]
+
+
+class TargetOut(BaseModel):
+    name: str
+    kind: str
+    dsn: str
+    username: str
+    description: str
+    enabled: bool
+    password: str = Field(description="'encrypted', 'reference' or 'none' (never the value)")
+    labels: dict[str, str]
+    modes: list[ModeOut]
+
+
+class OverviewRowOut(BaseModel):
+    target: str
+    mode: str
+    mode_kind: str
+    state: str = Field(description="ok, degraded, down, stale, unknown or disabled")
+    reason: str
+    logon_p50_ms: float | None
+    logon_p95_ms: float | None
+    ping_p50_ms: float | None
+    ping_p95_ms: float | None
+    error_rate_15m: float | None
+    samples_15m: int
+    last_sample_at: datetime | None
+    spark_logon_p50_ms: list[float | None]
+
+
+class OverviewOut(BaseModel):
+    at: datetime
+    rows: list[OverviewRowOut]
+
+
+class ModeTimeseries(BaseModel):
+    name: str
+    kind: str
+    color: str
+    dash: str
+    symbol: str
+    t: list[datetime] = Field(description="bucket starts (UTC)")
+    p5: list[float | None] = Field(description="lower edge of the band (see band_low)")
+    p50: list[float | None]
+    p95: list[float | None]
+    p99: list[float | None]
+    n: list[int]
+    errors: list[int]
+
+
+class ErrorMark(BaseModel):
+    mode: str
+    t: datetime
+    count: int
+    codes: list[str]
+
+
+class TimeseriesOut(BaseModel):
+    target: str
+    probe: str
+    phase: str
+    start: datetime
+    end: datetime
+    resolution: str = Field(description="which table answered: raw, 1m, 1h or 1d")
+    step_s: float
+    band_low: str = Field(description="what the lower band edge is: p5, or min when unknown")
+    modes: list[ModeTimeseries]
+    errors: list[ErrorMark]
+
+
+class BreakdownMode(BaseModel):
+    name: str
+    color: str
+    groups: list[str]
+    p50: list[float | None]
+    p95: list[float | None]
+    n: list[int]
+
+
+class BreakdownOut(BaseModel):
+    target: str
+    phase: str
+    by: str
+    resolution: str = "raw"
+    modes: list[BreakdownMode]
+
+
+class AgentOut(BaseModel):
+    name: str
+    site: str
+    version: str
+    hostname: str
+    pid: int
+    started_at: datetime
+    heartbeat_at: datetime
+    heartbeat_age_s: float
+    stats: dict[str, Any]
+
+
+class ProbeRequestOut(BaseModel):
+    id: int
+    status: str
+    probe: str
+    requested_at: datetime
+    finished_at: datetime | None
+    agent: str | None
+    result: dict[str, Any] | None
+    error: str | None

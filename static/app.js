@@ -1,0 +1,339 @@
+/* connwatch dashboard: local times, range picker, charts from /api/v1, zoom, refresh, test now.
+   No framework, no CDN; Plotly.js is served by connwatch itself. */
+"use strict";
+
+const CW = {};
+
+CW.pad = (n, w = 2) => String(n).padStart(w, "0");
+/* "YYYY-MM-DD HH:MM:SS" in the viewer's time zone (Plotly draws such strings as given). */
+CW.local = (iso) => {
+  const d = new Date(iso);
+  return `${d.getFullYear()}-${CW.pad(d.getMonth() + 1)}-${CW.pad(d.getDate())} ` +
+    `${CW.pad(d.getHours())}:${CW.pad(d.getMinutes())}:${CW.pad(d.getSeconds())}`;
+};
+CW.utc = (iso) => new Date(iso).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+/* A local "YYYY-MM-DD HH:MM:SS(.fff)" (from Plotly) back to an ISO instant in UTC. */
+CW.fromLocal = (s) => {
+  const m = String(s).match(/^(\d{4})-(\d\d)-(\d\d)(?:[ T](\d\d):(\d\d)(?::(\d\d)(?:\.(\d+))?)?)?/);
+  if (!m) return null;
+  const ms = m[7] ? Number((m[7] + "00").slice(0, 3)) : 0;
+  const d = new Date(+m[1], +m[2] - 1, +m[3], +(m[4] || 0), +(m[5] || 0), +(m[6] || 0), ms);
+  return d.toISOString().replace(/\.\d+Z$/, "Z");
+};
+
+CW.localizeTimes = (root = document) => {
+  root.querySelectorAll("time[datetime]").forEach((el) => {
+    const iso = el.getAttribute("datetime");
+    el.textContent = CW.local(iso);
+    el.title = CW.utc(iso);
+  });
+  const tz = document.getElementById("tzname");
+  if (tz) tz.textContent = Intl.DateTimeFormat().resolvedOptions().timeZone || "local";
+};
+
+/* ---- the time window, kept in the URL ---- */
+CW.windowParams = () => {
+  const q = new URLSearchParams(location.search);
+  const out = new URLSearchParams();
+  for (const k of ["range", "from", "to"]) if (q.get(k)) out.set(k, q.get(k));
+  return out;
+};
+CW.setWindow = (from, to) => {
+  const q = new URLSearchParams(location.search);
+  q.delete("range");
+  q.set("from", from);
+  q.set("to", to);
+  history.replaceState(null, "", `${location.pathname}?${q}`);
+  const form = document.querySelector("[data-range-form]");
+  if (form) {
+    form.querySelector("[name=from]").value = CW.local(from).replace(" ", "T");
+    form.querySelector("[name=to]").value = CW.local(to).replace(" ", "T");
+    form.querySelectorAll("[aria-current]").forEach((a) => a.removeAttribute("aria-current"));
+  }
+};
+
+CW.initRangeForm = () => {
+  const form = document.querySelector("[data-range-form]");
+  if (!form) return;
+  // The server fills the inputs in UTC; show them in local time, send them back as UTC.
+  for (const name of ["from", "to"]) {
+    const el = form.querySelector(`[name=${name}]`);
+    if (el && el.dataset.utc) el.value = CW.local(el.dataset.utc).replace(" ", "T");
+  }
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const q = new URLSearchParams(new FormData(form));
+    for (const name of ["from", "to"]) {
+      const v = q.get(name);
+      if (v) q.set(name, CW.fromLocal(v.replace("T", " ")));
+    }
+    q.delete("range");
+    location.href = `${form.getAttribute("action")}?${q}`;
+  });
+};
+
+/* ---- charts ---- */
+CW.layoutBase = (extra) => Object.assign({
+  margin: { l: 60, r: 20, t: 30, b: 45 },
+  legend: { orientation: "h", y: -0.2 },
+  hovermode: "closest",
+  font: { family: "system-ui, sans-serif", size: 12 },
+  paper_bgcolor: "#fff", plot_bgcolor: "#fff",
+}, extra || {});
+CW.config = { responsive: true, displaylogo: false };
+CW.rgba = (hex, a) => {
+  const n = parseInt(hex.slice(1), 16);
+  return `rgba(${(n >> 16) & 255},${(n >> 8) & 255},${n & 255},${a})`;
+};
+/* Break lines where buckets are missing: never draw across a gap (no interpolation). */
+CW.withGaps = (ts, cols, stepS) => {
+  const out = { t: [], utc: [] };
+  cols.forEach((c) => (out[c.name] = []));
+  let prev = null;
+  ts.forEach((iso, i) => {
+    const ms = Date.parse(iso);
+    if (prev !== null && stepS > 0 && ms - prev > 1.5 * stepS * 1000) {
+      out.t.push(CW.local(new Date(prev + stepS * 1000).toISOString()));
+      out.utc.push("");
+      cols.forEach((c) => out[c.name].push(null));
+    }
+    out.t.push(CW.local(iso));
+    out.utc.push(CW.utc(iso));
+    cols.forEach((c) => out[c.name].push(c.values[i]));
+    prev = ms;
+  });
+  return out;
+};
+
+CW.builders = {};
+
+CW.builders.timeseries = (data) => {
+  const traces = [];
+  let ymax = 0;
+  for (const m of data.modes) {
+    const g = CW.withGaps(m.t, [
+      { name: "p5", values: m.p5 }, { name: "p50", values: m.p50 }, { name: "p95", values: m.p95 },
+      { name: "n", values: m.n },
+    ], data.step_s);
+    m.p95.forEach((v) => { if (v !== null && v > ymax) ymax = v; });
+    traces.push({
+      x: g.t, y: g.p5, type: "scatter", mode: "lines", line: { width: 0 },
+      hoverinfo: "skip", showlegend: false, legendgroup: m.name, connectgaps: false,
+    });
+    traces.push({
+      x: g.t, y: g.p95, type: "scatter", mode: "lines", line: { width: 0 },
+      fill: "tonexty", fillcolor: CW.rgba(m.color, 0.22), name: `${m.name} p5–p95`,
+      legendgroup: m.name, customdata: g.utc, connectgaps: false,
+      hovertemplate: "%{customdata}<br>p95 %{y:.2f} ms<extra>" + m.name + "</extra>",
+    });
+    traces.push({
+      x: g.t, y: g.p50, type: "scatter", mode: "lines", name: `${m.name} p50`,
+      line: { color: m.color, dash: m.dash, width: 2 }, legendgroup: m.name,
+      customdata: g.utc, text: g.n, connectgaps: false,
+      hovertemplate: "%{customdata}<br>p50 %{y:.2f} ms, n=%{text}<extra>" + m.name + "</extra>",
+    });
+  }
+  const byMode = {};
+  for (const e of data.errors) (byMode[e.mode] = byMode[e.mode] || []).push(e);
+  for (const m of data.modes) {
+    const errs = byMode[m.name];
+    if (!errs) continue;
+    traces.push({
+      x: errs.map((e) => CW.local(e.t)), y: errs.map(() => (ymax || 1) * 1.08),
+      type: "scatter", mode: "markers", name: `${m.name} errors`,
+      marker: { color: m.color, symbol: "x", size: 10, line: { width: 1 } },
+      customdata: errs.map((e) => CW.utc(e.t)),
+      text: errs.map((e) => `${e.count}× ${e.codes.join(", ")}`),
+      hovertemplate: "%{customdata}<br>%{text}<extra>" + m.name + "</extra>",
+    });
+  }
+  return {
+    traces,
+    layout: CW.layoutBase({
+      xaxis: { type: "date", title: { text: `local time · ${data.resolution} buckets` } },
+      yaxis: { title: { text: `${data.phase} (ms)` }, rangemode: "tozero" },
+    }),
+    empty: data.modes.every((m) => m.t.length === 0) && data.errors.length === 0,
+  };
+};
+
+CW.builders.breakdown = (data) => ({
+  traces: data.modes.map((m) => ({
+    type: "bar", name: m.name, x: m.groups, y: m.p50, marker: { color: m.color },
+    error_y: { type: "data", symmetric: false, array: m.p95.map((v, i) => v - m.p50[i]), arrayminus: m.p50.map(() => 0) },
+    text: m.n.map((n) => `n=${n}`), hovertemplate: "%{x}: p50 %{y:.2f} ms (%{text})<extra>" + m.name + "</extra>",
+  })),
+  layout: CW.layoutBase({
+    barmode: "group", xaxis: { title: { text: data.by } },
+    yaxis: { title: { text: `${data.phase} p50 ms (bar to p95)` }, rangemode: "tozero" },
+  }),
+  empty: data.modes.every((m) => m.groups.length === 0),
+});
+
+CW.builders.distribution = (data) => ({
+  traces: data.modes.map((m) => ({
+    type: "box", name: m.name, y: m.values, marker: { color: m.color }, boxpoints: false,
+    hovertemplate: "%{y:.2f} ms<extra>" + m.name + "</extra>",
+  })),
+  layout: CW.layoutBase({ yaxis: { title: { text: `${data.phase} (ms)` }, rangemode: "tozero" }, showlegend: false }),
+  empty: data.modes.every((m) => m.values.length === 0),
+});
+
+CW.builders.ecdf = (data) => ({
+  traces: data.modes.map((m) => ({
+    type: "scatter", mode: "lines", name: m.name, x: m.ecdf_x, y: m.ecdf_y,
+    line: { color: m.color, dash: m.dash, shape: "hv", width: 2 },
+    hovertemplate: "%{x:.2f} ms: %{y:.1%}<extra>" + m.name + "</extra>",
+  })),
+  layout: CW.layoutBase({
+    xaxis: { title: { text: `${data.phase} (ms)` } },
+    yaxis: { title: { text: "share of samples at or below" }, tickformat: ".0%", range: [0, 1.02] },
+  }),
+  empty: data.modes.every((m) => m.ecdf_x.length === 0),
+});
+
+CW.builders.daily = (data) => ({
+  traces: data.modes.map((m) => ({
+    type: "scatter", mode: "lines+markers", name: m.name, x: m.days, y: m.p50,
+    line: { color: m.color, dash: m.dash }, marker: { symbol: m.symbol, color: m.color },
+    hovertemplate: "%{x}: p50 %{y:.2f} ms<extra>" + m.name + "</extra>",
+  })),
+  layout: CW.layoutBase({
+    xaxis: { title: { text: "day (UTC)" }, type: "date" },
+    yaxis: { title: { text: `${data.phase} p50 per day (ms)` }, rangemode: "tozero" },
+  }),
+  empty: data.modes.every((m) => m.days.length === 0),
+});
+
+CW.builders.sweep = (data) => ({
+  traces: data.modes.map((m) => ({
+    type: "scatter", mode: "lines+markers", name: m.name, x: m.levels, y: m.p50,
+    line: { color: m.color, dash: m.dash }, marker: { symbol: m.symbol, color: m.color, size: 8 },
+    error_y: { type: "data", symmetric: false, array: m.p95.map((v, i) => v - m.p50[i]), arrayminus: m.p50.map(() => 0) },
+    hovertemplate: "%{x} parallel: p50 %{y:.2f} ms<extra>" + m.name + "</extra>",
+  })),
+  layout: CW.layoutBase({
+    xaxis: { title: { text: "concurrent logons" }, type: "log" },
+    yaxis: { title: { text: "logon p50 ms (bar to p95)" }, rangemode: "tozero" },
+  }),
+  empty: data.modes.every((m) => m.levels.length === 0),
+});
+
+CW.drawChart = async (el) => {
+  const url = new URL(el.dataset.src, location.origin);
+  if (el.hasAttribute("data-windowed")) CW.windowParams().forEach((v, k) => url.searchParams.set(k, v));
+  el.setAttribute("aria-busy", "true");
+  const res = await fetch(url);
+  if (!res.ok) {
+    el.dataset.state = "error";
+    el.textContent = `could not load ${url.pathname}: HTTP ${res.status}`;
+    el.removeAttribute("aria-busy");
+    return;
+  }
+  const data = await res.json();
+  const fig = CW.builders[el.dataset.chart](data);
+  el.dataset.state = fig.empty ? "empty" : "ready";
+  el.dataset.points = String(fig.traces.reduce((a, t) => a + ((t.y || t.x || []).length), 0));
+  el.dataset.resolution = data.resolution || "";
+  if (window.Plotly) {
+    await Plotly.react(el, fig.traces, fig.layout, CW.config);
+  }
+  el.removeAttribute("aria-busy");
+  if (el.hasAttribute("data-zoomable") && !el.dataset.zoomBound) {
+    el.dataset.zoomBound = "1";
+    el.on("plotly_relayout", (ev) => {
+      const a = ev["xaxis.range[0]"], b = ev["xaxis.range[1]"];
+      if (a !== undefined && b !== undefined) {
+        CW.setWindow(CW.fromLocal(a), CW.fromLocal(b));
+        CW.drawAll(true);
+      }
+    });
+  }
+};
+
+CW.drawAll = (windowedOnly = false) => Promise.all(
+  [...document.querySelectorAll("[data-chart]")]
+    .filter((el) => !windowedOnly || el.hasAttribute("data-windowed"))
+    .map((el) => CW.drawChart(el).catch((err) => {
+      el.dataset.state = "error";
+      el.textContent = `chart failed: ${err}`;
+    })),
+);
+
+/* ---- overview refresh: fetch the same page and swap the table ---- */
+CW.initRefresh = () => {
+  const el = document.querySelector("[data-refresh]");
+  if (!el) return;
+  const every = Number(el.dataset.refresh) * 1000;
+  setInterval(async () => {
+    try {
+      const res = await fetch(location.href, { headers: { Accept: "text/html" } });
+      if (!res.ok) return;
+      const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+      const fresh = doc.getElementById(el.id);
+      if (fresh && !el.contains(document.activeElement)) {
+        el.innerHTML = fresh.innerHTML;
+        CW.localizeTimes(el);
+      }
+    } catch (_) { /* keep the last view */ }
+  }, every);
+};
+
+/* ---- test now: poll the probe request until the agent answers ---- */
+CW.initTestNow = () => {
+  const out = document.querySelector("[data-probe-request]");
+  if (!out) return;
+  const id = out.dataset.probeRequest;
+  const started = Date.now();
+  const poll = async () => {
+    const res = await fetch(`/api/v1/probe-requests/${id}`);
+    if (res.ok) {
+      const r = await res.json();
+      out.dataset.status = r.status;
+      if (r.status === "done" || r.status === "failed") {
+        CW.renderProbeResult(out, r);
+        return;
+      }
+      out.querySelector("[data-msg]").textContent =
+        `waiting for an agent to run it (${r.status}, ${Math.round((Date.now() - started) / 1000)} s)`;
+    }
+    if (Date.now() - started < 120000) setTimeout(poll, 700);
+    else out.querySelector("[data-msg]").textContent = "no agent answered within 2 minutes";
+  };
+  poll();
+};
+CW.renderProbeResult = (out, r) => {
+  const msg = out.querySelector("[data-msg]");
+  const res = r.result || {};
+  if (r.status === "failed" || (res.status && res.status !== "ok")) {
+    msg.textContent = `failed: ${res.error_code || ""} ${res.error_message || r.error || ""}`.trim();
+    msg.className = "flash error";
+  } else {
+    msg.textContent = `ok: ${res.round_trips ?? "?"} round trips`;
+    msg.className = "flash ok";
+  }
+  const tbody = out.querySelector("tbody");
+  tbody.innerHTML = "";
+  const add = (k, v) => {
+    const tr = document.createElement("tr");
+    const th = document.createElement("th"); th.textContent = k;
+    const td = document.createElement("td"); td.className = "num"; td.textContent = v;
+    tr.append(th, td); tbody.append(tr);
+  };
+  for (const p of ["logon", "ping", "query", "logoff", "total"]) {
+    const v = res[`${p}_ns`];
+    if (v !== null && v !== undefined) add(p, `${(v / 1e6).toFixed(2)} ms`);
+  }
+  for (const [k, v] of Object.entries(res.logon_phases || {})) add(`  logon: ${k}`, `${(v / 1e6).toFixed(2)} ms`);
+  if (res.round_trips !== undefined && res.round_trips !== null) add("round trips", res.round_trips);
+  for (const k of ["sid", "serial", "instance", "server_type"]) if (res[k] !== undefined && res[k] !== null) add(k, res[k]);
+  out.hidden = false;
+};
+
+document.addEventListener("DOMContentLoaded", () => {
+  CW.localizeTimes();
+  CW.initRangeForm();
+  CW.initRefresh();
+  CW.initTestNow();
+  if (document.querySelector("[data-chart]")) CW.drawAll();
+});

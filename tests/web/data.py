@@ -1,0 +1,138 @@
+"""Known data for the web tests, written through the real store (writer + rollups).
+
+``seed`` creates two Oracle targets imported as targets-as-code ("sales" with
+dedicated / shared / pooled, "hr" with dedicated only, plus a disabled "old") and
+writes two hours of connping samples every 10 s ending now:
+
+- sales dedicated: logon 60 ms, ping 1.0 ms; shared: logon 42 ms, ping 1.2 ms;
+  pooled: logon 45 ms, ping 1.1 ms; each sample varies by +-5 % deterministically;
+- sales shared fails with TNS-12520 for 3 samples 30 minutes ago;
+- hr dedicated: every sample of the last 10 minutes fails with ORA-12541 (down).
+
+The secret password of "sales" is ``SECRET_PW`` (it must never come back).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy.engine import Engine
+
+from app.credentials import Vault
+from app.samples import ErrorClass, Sample, SampleStatus
+from app.store.rollups import roll_up_pending
+from app.store.samples import write_samples
+from app.targets import import_targets, parse_targets
+from app.web.lookups import load_targets
+
+SECRET_PW = "s3cr3t-Tiger!-do-not-show"
+LOGON_MS = {"dedicated": 60.0, "shared": 42.0, "pooled": 45.0}
+PING_MS = {"dedicated": 1.0, "shared": 1.2, "pooled": 1.1}
+
+TARGETS_YAML = f"""
+targets:
+  - name: sales
+    kind: oracle
+    dsn: dbhost:1521/SALES
+    username: connwatch
+    password: "{SECRET_PW}"
+    modes:
+      - name: dedicated
+      - name: shared
+      - name: pooled
+        params: {{cclass: CW, purity: self}}
+  - name: hr
+    kind: oracle
+    dsn: dbhost:1521/HR
+    username: connwatch
+    password: env:HR_PW
+    modes:
+      - name: dedicated
+  - name: old
+    kind: postgres
+    dsn: host=old dbname=app
+    username: app
+    enabled: false
+    modes:
+      - name: direct
+"""
+
+
+@dataclass
+class Seeded:
+    now: datetime
+    series: dict[tuple[str, str], int]  # (target, mode) -> connping series id
+    errors_at: datetime
+
+
+def _ok(sid: int, at: datetime, logon_ms: float, ping_ms: float, i: int) -> Sample:
+    f = 1.0 + 0.05 * ((i * 7919) % 21 - 10) / 10.0
+    logon = int(logon_ms * f * 1e6)
+    ping = int(ping_ms * f * 1e6)
+    return Sample(
+        series_id=sid,
+        scheduled_at=at,
+        started_at=at + timedelta(microseconds=300),
+        status=SampleStatus.OK,
+        total_ns=logon + ping + 2_000_000,
+        logon_ns=logon,
+        ping_ns=ping,
+        query_ns=1_500_000,
+        logoff_ns=500_000,
+        round_trips=8,
+        sid=100 + i % 50,
+        serial=i,
+        instance="inst1" if i % 2 else "inst2",
+        service="SALES",
+        server_type="DEDICATED",
+        agent="test-agent",
+        site="default",
+    )
+
+
+def _fail(sid: int, at: datetime, code: str, cls: ErrorClass) -> Sample:
+    return Sample(
+        series_id=sid,
+        scheduled_at=at,
+        started_at=at + timedelta(microseconds=300),
+        status=SampleStatus.ERROR,
+        total_ns=3_000_000,
+        error_class=cls,
+        error_code=code,
+        error_phase="logon",
+        error_message=f"{code}: refused",
+        agent="test-agent",
+        site="default",
+    )
+
+
+def seed(engine: Engine, vault: Vault, *, hours: float = 2.0) -> Seeded:
+    with engine.begin() as conn:
+        import_targets(conn, parse_targets(TARGETS_YAML, "seed"), vault)
+        targets = load_targets(conn)
+    series = {
+        (t.name, m.name): s.id for t in targets for m in t.modes for s in m.series
+    }
+    now = datetime.now(UTC).replace(microsecond=0)
+    start = now - timedelta(hours=hours)
+    errors_at = now - timedelta(minutes=30)
+    samples: list[Sample] = []
+    n = int(hours * 360)
+    for i in range(n):
+        at = start + timedelta(seconds=10 * i)
+        for mode in ("dedicated", "shared", "pooled"):
+            sid = series[("sales", mode)]
+            if mode == "shared" and errors_at <= at < errors_at + timedelta(seconds=30):
+                samples.append(_fail(sid, at, "TNS-12520", ErrorClass.TNS))
+            else:
+                samples.append(_ok(sid, at, LOGON_MS[mode], PING_MS[mode], i))
+        hr = series[("hr", "dedicated")]
+        if at >= now - timedelta(minutes=10):
+            samples.append(_fail(hr, at, "ORA-12541", ErrorClass.ORA))
+        else:
+            samples.append(_ok(hr, at, 80.0, 2.0, i))
+    with engine.begin() as conn:
+        write_samples(conn, samples)
+    roll_up_pending(engine)
+    return Seeded(now=now, series=series, errors_at=errors_at)

@@ -1,0 +1,54 @@
+"""Server-rendered pages on real data: they render, show the data, and keep state in the URL."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from tests.web.data import SECRET_PW, Seeded
+
+HTML = {"Accept": "text/html"}
+
+
+def test_overview_lists_every_target_mode_worst_first(client: TestClient, seeded: Seeded) -> None:
+    res = client.get("/", headers=HTML)
+    assert res.status_code == 200
+    body = res.text
+    # hr is down (every sample of the last 10 minutes failed): first row
+    rows = body.split('<tr data-state="')[1:]
+    states = [r.split('"', 1)[0] for r in rows]
+    assert states[0] == "down"
+    assert "hr" in rows[0]
+    # sales shared had 3 failures 30 minutes ago: ok now (15-minute window)
+    assert states.count("ok") == 3
+    assert states[-1] == "disabled"
+    assert "<svg class=\"spark\"" in body
+    assert SECRET_PW not in body
+
+
+def test_overview_shows_current_latencies(client: TestClient, seeded: Seeded) -> None:
+    body = client.get("/", headers=HTML).text
+    dedicated = next(r for r in body.split("<tr ")[1:] if ">sales<" in r and "dedicated" in r)
+    cells = [c.split("</td>")[0] for c in dedicated.split('<td class="num">')[1:5]]
+    logon_p50 = float(cells[0])
+    assert 57 <= logon_p50 <= 63
+
+
+def test_agents_page_without_agents_explains(client: TestClient) -> None:
+    res = client.get("/agents", headers=HTML)
+    assert res.status_code == 200
+    assert "No agent has reported yet" in res.text
+
+
+def test_unknown_page_is_a_404_page(client: TestClient) -> None:
+    res = client.get("/nope", headers=HTML)
+    assert res.status_code == 404
+    assert "text/html" in res.headers["content-type"]
+
+
+def test_plotly_is_served_locally(client: TestClient) -> None:
+    res = client.get("/static/vendor/plotly.min.js", headers={"Accept-Encoding": "gzip"})
+    assert res.status_code == 200
+    assert res.headers["content-type"].startswith("text/javascript")
+    assert b"plotly" in res.content[:2000].lower()
+    again = client.get("/static/vendor/plotly.min.js", headers={"If-None-Match": res.headers["etag"]})
+    assert again.status_code == 304
