@@ -47,3 +47,16 @@ def cause_code(exc: BaseException) -> str:
     """full_code of the wrapped error of a DPY-6005 'cannot connect'."""
     assert exc.__cause__ is not None
     return code(exc.__cause__)
+
+
+def eventually(check: Any, timeout: float = 3.0) -> Any:
+    """Poll check() until it returns a truthy value: the server works asynchronously
+    after one-way messages (DRCP release, EOF)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.005)
