@@ -182,3 +182,10 @@ def test_v_session_lists_live_sessions(oraclesim):
         )
         assert (a.session_id, "SHARED", "SCOTT") in rows
         assert (b.session_id, "DEDICATED", "SCOTT") in rows
+
+
+def test_numbers_decode_in_the_driver(oraclesim):
+    values = [0, 1, -1, 99, 100, -123, 10**15, -(10**12) - 7]
+    sql = "select " + ", ".join(str(v) for v in values) + " from dual"
+    with connect(oraclesim) as conn:
+        assert conn.cursor().execute(sql).fetchone() == tuple(values)
