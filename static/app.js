@@ -74,8 +74,8 @@ CW.initRangeForm = () => {
 
 /* ---- charts ---- */
 CW.layoutBase = (extra) => Object.assign({
-  margin: { l: 60, r: 20, t: 30, b: 45 },
-  legend: { orientation: "h", y: -0.2 },
+  margin: { l: 60, r: 20, t: 30, b: 60 },
+  legend: { orientation: "h", y: -0.28 },
   hovermode: "closest",
   font: { family: "system-ui, sans-serif", size: 12 },
   paper_bgcolor: "#fff", plot_bgcolor: "#fff",
@@ -122,7 +122,7 @@ CW.builders.timeseries = (data) => {
     });
     traces.push({
       x: g.t, y: g.p95, type: "scatter", mode: "lines", line: { width: 0 },
-      fill: "tonexty", fillcolor: CW.rgba(m.color, 0.22), name: `${m.name} p5–p95`,
+      fill: "tonexty", fillcolor: CW.rgba(m.color, 0.22), name: `${m.name} ${data.band_low}–p95`,
       legendgroup: m.name, customdata: g.utc, connectgaps: false,
       hovertemplate: "%{customdata}<br>p95 %{y:.2f} ms<extra>" + m.name + "</extra>",
     });
@@ -330,7 +330,26 @@ CW.renderProbeResult = (out, r) => {
   out.hidden = false;
 };
 
+/* mode checkboxes -> one comma-separated "modes" parameter */
+CW.initModeFilter = () => {
+  const field = document.querySelector("[data-modes-field]");
+  if (!field) return;
+  const form = field.form;
+  form.addEventListener("submit", () => {
+    const boxes = [...form.querySelectorAll("[data-mode]")];
+    field.value = boxes.filter((b) => b.checked).map((b) => b.value).join(",");
+    boxes.forEach((b) => (b.disabled = true));
+    const q = CW.windowParams();
+    form.querySelectorAll("input[type=hidden]:not([data-modes-field])").forEach((h) => h.remove());
+    q.forEach((v, k) => {
+      const h = document.createElement("input");
+      h.type = "hidden"; h.name = k; h.value = v; form.append(h);
+    });
+  });
+};
+
 document.addEventListener("DOMContentLoaded", () => {
+  CW.initModeFilter();
   CW.localizeTimes();
   CW.initRangeForm();
   CW.initRefresh();

@@ -8,4 +8,5 @@ pytest_plugins = [
     "tests.fixtures.pg",
     "tests.fixtures.pgbouncer",
     "tests.fixtures.oraclesim",
+    "tests.fixtures.browser",
 ]

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Path, Query
 
-from app.web import probe_requests
+from app.web import breakdown, probe_requests
 from app.web.deps import ConnDep
 from app.web.lookups import TargetInfo, load_agents, load_target, load_targets
 from app.web.overview import build_rows
@@ -20,6 +20,7 @@ from app.web.palette import mode_style
 from app.web.readers import overview_stats, target_timeseries
 from app.web.schemas import (
     AgentOut,
+    BreakdownOut,
     ModeOut,
     OverviewOut,
     OverviewRowOut,
@@ -164,6 +165,34 @@ def api_timeseries(
     window = parse_range(range_, from_, to)
     return target_timeseries(
         conn, target, pick_modes(target, modes), window, phase=phase, probe=probe, points=points
+    )
+
+
+@router.get(
+    "/targets/{name}/breakdown",
+    summary="p50/p95 of one timing per mode and instance (last 2 days of the window) or site",
+)
+def api_breakdown(
+    conn: ConnDep,
+    name: TargetName,
+    by: Literal["instance", "site"] = "instance",
+    phase: Phase = "logon",
+    probe: Probe = "connping",
+    modes: ModesQ = None,
+    range_: RangeQ = None,
+    from_: FromQ = None,
+    to: ToQ = None,
+) -> BreakdownOut:
+    target = target_or_404(conn, name)
+    window = parse_range(range_, from_, to)
+    chosen = [m for m in target.modes if m.name in pick_modes(target, modes)]
+    start = window.start
+    if by == "site":
+        rows = breakdown.by_site(conn, chosen, window.start, window.end, phase, probe)
+    else:
+        rows, start = breakdown.by_instance(conn, chosen, window.start, window.end, phase, probe)
+    return BreakdownOut(
+        target=target.name, phase=phase, by=by, start=start, end=window.end, modes=rows
     )
 
 

@@ -8,15 +8,19 @@ target, modes, phase, filters) is a URL parameter.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated
+from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
+from app.web.api import pick_modes
 from app.web.deps import ConnDep, TemplatesDep
-from app.web.lookups import load_target, load_targets
+from app.web.lookups import TargetInfo, load_target, load_targets
 from app.web.overview import build_rows, sparkline_svg
+from app.web.palette import mode_style
 from app.web.readers import overview_stats
+from app.web.timerange import parse_range
 
 router = APIRouter(include_in_schema=False)
 REFRESH_S = 30
@@ -45,8 +49,48 @@ def overview(request: Request, conn: ConnDep, templates: TemplatesDep) -> Respon
     )
 
 
-def _target_or_404(conn: ConnDep, name: str) -> Any:
+def _target_or_404(conn: ConnDep, name: str) -> TargetInfo:
     target = load_target(conn, name)
     if target is None:
         raise HTTPException(404, f"no target named {name!r}")
     return target
+
+
+def _base_params(request: Request) -> dict[str, str]:
+    return dict(request.query_params)
+
+
+@router.get("/target/{name}", response_class=HTMLResponse)
+def target_page(
+    request: Request,
+    name: str,
+    conn: ConnDep,
+    templates: TemplatesDep,
+    range_: Annotated[str | None, Query(alias="range")] = None,
+    from_: Annotated[str | None, Query(alias="from")] = None,
+    to: str | None = None,
+    modes: str | None = None,
+) -> Response:
+    target = _target_or_404(conn, name)
+    window = parse_range(range_, from_, to)
+    chosen = pick_modes(target, modes)
+    mode_param = ",".join(chosen) if modes else None
+    api = f"/api/v1/targets/{quote(target.name)}"
+    extra = {"modes": mode_param} if mode_param else {}
+    return templates.TemplateResponse(
+        request,
+        "target.html",
+        {
+            "title": target.name,
+            "active": "",
+            "charts": True,
+            "target": target,
+            "tr": window,
+            "base": _base_params(request),
+            "chosen": chosen,
+            "styles": {m.name: mode_style(m.kind) for m in target.modes},
+            "api": api,
+            "extra": urlencode(extra),
+            "phases": ("logon", "ping", "query", "logoff"),
+        },
+    )

@@ -109,8 +109,9 @@ class BreakdownMode(BaseModel):
 class BreakdownOut(BaseModel):
     target: str
     phase: str
-    by: str
-    resolution: str = "raw"
+    by: str = Field(description="instance or site")
+    start: datetime = Field(description="start of the window covered (instance: at most 2 days)")
+    end: datetime
     modes: list[BreakdownMode]
 
 

@@ -111,9 +111,7 @@ def seed(engine: Engine, vault: Vault, *, hours: float = 2.0) -> Seeded:
     with engine.begin() as conn:
         import_targets(conn, parse_targets(TARGETS_YAML, "seed"), vault)
         targets = load_targets(conn)
-    series = {
-        (t.name, m.name): s.id for t in targets for m in t.modes for s in m.series
-    }
+    series = {(t.name, m.name): s.id for t in targets for m in t.modes for s in m.series}
     now = datetime.now(UTC).replace(microsecond=0)
     start = now - timedelta(hours=hours)
     errors_at = now - timedelta(minutes=30)

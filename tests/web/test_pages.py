@@ -21,7 +21,7 @@ def test_overview_lists_every_target_mode_worst_first(client: TestClient, seeded
     # sales shared had 3 failures 30 minutes ago: ok now (15-minute window)
     assert states.count("ok") == 3
     assert states[-1] == "disabled"
-    assert "<svg class=\"spark\"" in body
+    assert '<svg class="spark"' in body
     assert SECRET_PW not in body
 
 
@@ -50,5 +50,26 @@ def test_plotly_is_served_locally(client: TestClient) -> None:
     assert res.status_code == 200
     assert res.headers["content-type"].startswith("text/javascript")
     assert b"plotly" in res.content[:2000].lower()
-    again = client.get("/static/vendor/plotly.min.js", headers={"If-None-Match": res.headers["etag"]})
+    again = client.get(
+        "/static/vendor/plotly.min.js", headers={"If-None-Match": res.headers["etag"]}
+    )
     assert again.status_code == 304
+
+
+def test_target_page_names_its_charts_and_keeps_the_window(
+    client: TestClient, seeded: Seeded
+) -> None:
+    res = client.get("/target/sales?range=6h", headers=HTML)
+    assert res.status_code == 200
+    for phase in ("logon", "ping", "query", "logoff"):
+        assert f"/api/v1/targets/sales/timeseries?phase={phase}" in res.text
+    assert 'aria-current="true">6h<' in res.text
+    assert SECRET_PW not in res.text
+
+
+def test_target_page_rejects_a_bad_window_with_a_message(
+    client: TestClient, seeded: Seeded
+) -> None:
+    res = client.get("/target/sales?range=2w", headers=HTML)
+    assert res.status_code == 422
+    assert "range: &#39;2w&#39; is not one of" in res.text

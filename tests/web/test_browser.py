@@ -1,0 +1,91 @@
+"""The dashboard in headless Chromium: pages load without console errors, charts carry data,
+the range picker and zoom change the window, a target is added through the form."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from tests.fixtures.browser import LiveServer
+from tests.web.data import SECRET_PW, Seeded, seed
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def data(live_server: LiveServer) -> Seeded:
+    return seed(live_server.engine, live_server.vault)
+
+
+def _chart_ready(page: Any, selector: str) -> dict[str, Any]:
+    page.wait_for_selector(
+        f"{selector}[data-state=ready], {selector}[data-state=empty]", timeout=15000
+    )
+    info: dict[str, Any] = page.eval_on_selector(
+        selector,
+        "el => ({state: el.dataset.state, resolution: el.dataset.resolution, "
+        "traces: (el.data || []).length, "
+        "points: (el.data || [])"
+        ".reduce((a, t) => a + (t.y || []).filter(v => v !== null).length, 0)})",
+    )
+    return info
+
+
+def test_overview_loads_without_console_errors(
+    live_server: LiveServer, data: Seeded, page: Any
+) -> None:
+    page.goto(live_server.url + "/")
+    page.wait_for_selector("#overview-table")
+    assert page.locator("tr[data-state=down]").count() == 1
+    first_time = page.locator("#overview time").first
+    assert first_time.get_attribute("title").endswith("UTC")
+    assert page.locator("#tzname").inner_text() == "Europe/Paris"
+    assert SECRET_PW not in page.content()
+    assert page.console_errors == []
+
+
+def test_target_page_charts_carry_data(live_server: LiveServer, data: Seeded, page: Any) -> None:
+    page.goto(live_server.url + "/target/sales?range=6h")
+    for phase in ("logon", "ping", "query", "logoff"):
+        info = _chart_ready(page, f"#chart-{phase}")
+        assert info["state"] == "ready", phase
+        assert info["points"] > 50, phase
+    assert _chart_ready(page, "#chart-instance")["state"] == "ready"
+    assert page.console_errors == []
+
+
+def test_range_picker_changes_the_url_and_the_resolution(
+    live_server: LiveServer, data: Seeded, page: Any
+) -> None:
+    page.goto(live_server.url + "/target/sales?range=1h")
+    first = _chart_ready(page, "#chart-logon")
+    page.click("a[data-range='24h']")
+    page.wait_for_url(re.compile(r"range=24h"))
+    second = _chart_ready(page, "#chart-logon")
+    assert second["state"] == "ready"
+    assert first["resolution"] == "raw"
+    assert page.locator("a[data-range='24h'][aria-current=true]").count() == 1
+    assert page.console_errors == []
+
+
+def test_zoom_fetches_a_finer_window_and_puts_it_in_the_url(
+    live_server: LiveServer, data: Seeded, page: Any
+) -> None:
+    page.goto(live_server.url + "/target/sales?range=24h")
+    _chart_ready(page, "#chart-logon")
+    box = page.locator("#chart-logon .nsewdrag").first.bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.93, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.97, y, steps=5)
+    page.mouse.up()
+    page.wait_for_url(re.compile(r"from=.*&to="))
+    page.wait_for_function(
+        "document.querySelector('#chart-ping').dataset.state === 'ready' && "
+        "!document.querySelector('#chart-ping').hasAttribute('aria-busy')"
+    )
+    url = page.url
+    assert "range=" not in url
+    assert page.console_errors == []
