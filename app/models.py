@@ -172,3 +172,45 @@ agents = Table(
     _ts("heartbeat_at", default_now=True),
     Column("stats", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
 )
+
+# --- the agent's tables (migration 0020) -------------------------------------------
+
+# Which agent runs which series now (informational; the agent's advisory lock on the
+# series is the truth). Rows of a dead agent stay until another agent takes over.
+agent_assignments = Table(
+    "agent_assignments",
+    metadata,
+    Column(
+        "series_id", ForeignKey("series.id", ondelete="CASCADE"), primary_key=True, nullable=False
+    ),
+    Column("agent", Text, nullable=False),
+    Column("site", Text, nullable=False),
+    _ts("since", default_now=True),
+)
+
+PROBE_REQUEST_STATUSES = ("pending", "running", "done", "error")
+
+# "Test now": the web inserts a pending row; an agent claims it (FOR UPDATE SKIP
+# LOCKED), runs the probe once and stores the result JSON (see docs/agent.md).
+probe_requests = Table(
+    "probe_requests",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("target_id", ForeignKey("targets.id", ondelete="CASCADE"), nullable=False),
+    Column("mode_id", ForeignKey("modes.id", ondelete="CASCADE"), nullable=False),
+    Column("probe", Text, nullable=False, server_default="connping"),
+    Column("params", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("timeout_ms", Integer, nullable=False, server_default="10000"),
+    Column("site", Text, nullable=True),  # NULL: any agent; else an agent of that site
+    _ts("requested_at", default_now=True),
+    Column("status", Text, nullable=False, server_default="pending"),
+    Column("claimed_by", Text, nullable=True),
+    _ts("claimed_at", nullable=True),
+    _ts("finished_at", nullable=True),
+    Column("result", JSONB, nullable=True),
+    CheckConstraint("status in ('pending','running','done','error')", name="status"),
+    CheckConstraint(
+        "probe in ('connping','sessionping','poolacquire','commit','sweep')", name="probe"
+    ),
+    CheckConstraint("timeout_ms > 0 and timeout_ms <= 300000", name="timeout"),
+)

@@ -1,0 +1,314 @@
+"""One APScheduler job per series: phase, deadline, at most one run in flight, skips.
+
+Each series is an ``IntervalTrigger`` job whose start date lies on the series'
+grid (:mod:`app.agent.phase`), with ``max_instances=1`` and ``coalesce=False``.
+A small executor (:class:`RunTimeExecutor`) hands every due instant to the job, so
+the job knows exactly which instant it serves, even after the loop was blocked. A job:
+
+1. records a SKIPPED sample ``LATE`` if it starts past its grace (half an interval,
+   at most ``max_grace_s``);
+2. waits for a run slot and, if it will log on, for logon tokens, but only until
+   the end of its grace; otherwise it records a SKIPPED sample (``BUSY`` /
+   ``RATE_LIMIT``);
+3. builds the probe on first use (password resolved now; a bad series gives an
+   ERROR sample with class OTHER, code ``CONFIG``), and runs it through the shared
+   runner, which stamps ``started_at`` and applies the series' timeout;
+4. hands the sample to the writer.
+
+An instant that falls due while the previous run of the series is still in flight
+becomes a SKIPPED sample ``OVERRUN`` (APScheduler's ``EVENT_JOB_MAX_INSTANCES``).
+So every instant of every series this agent owns yields exactly one sample.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from apscheduler.events import EVENT_JOB_MAX_INSTANCES
+from apscheduler.executors.asyncio import AsyncIOExecutor
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from app.agent.limits import Limiter
+from app.agent.phase import grace_s, instant_at_or_before
+from app.agent.specs import SeriesRow, SpecError
+from app.agent.stats import AgentStats
+from app.probes.base import Probe, ProbeConfigError
+from app.probes.registry import create_probe
+from app.probes.runner import run_once
+from app.probes.spec import ProbeSpec
+from app.samples import ErrorClass, Sample, SampleStatus
+
+log = logging.getLogger(__name__)
+
+# Probe kinds that log on at every run; the others only on their first run and
+# after a failed one (the runner resets them then).
+LOGON_EVERY_RUN = frozenset({"connping"})
+CLOSE_TIMEOUT_S = 2.0
+
+SpecBuilder = Callable[[SeriesRow], ProbeSpec]
+
+
+class RunTimeExecutor(AsyncIOExecutor):  # type: ignore[misc]
+    """APScheduler's asyncio executor, but the job coroutine receives each due instant
+    (``job.func(*args, run_time)``) and judges lateness itself (sub-second graces)."""
+
+    def _do_submit_job(self, job: Any, run_times: list[datetime]) -> None:
+        async def run_all() -> None:
+            for run_time in run_times:
+                await job.func(*job.args, run_time)
+
+        def done(f: asyncio.Future[None]) -> None:
+            self._pending_futures.discard(f)
+            exc = f.exception() if not f.cancelled() else None
+            if exc is not None:
+                self._run_job_error(job.id, exc, exc.__traceback__)
+            else:
+                self._run_job_success(job.id, [])
+
+        f = self._eventloop.create_task(run_all())
+        f.add_done_callback(done)
+        self._pending_futures.add(f)
+
+
+@dataclass
+class SeriesJob:
+    row: SeriesRow
+    grace_s: float
+    probe: Probe | None = None
+    needs_logon: bool = True
+    task: asyncio.Task[Any] | None = None
+    config_error: str | None = None
+
+
+def _same_schedule(a: SeriesRow, b: SeriesRow) -> bool:
+    return a.interval_ms == b.interval_ms
+
+
+class SeriesScheduler:
+    def __init__(
+        self,
+        *,
+        build: SpecBuilder,
+        submit: Callable[[Sample], None],
+        limiter: Limiter,
+        stats: AgentStats,
+        agent: str,
+        site: str,
+        max_grace_s: float,
+    ) -> None:
+        self.build = build
+        self.submit = submit
+        self.limiter = limiter
+        self.stats = stats
+        self.agent = agent
+        self.site = site
+        self.max_grace_s = max_grace_s
+        self.jobs: dict[int, SeriesJob] = {}
+        self._closing: set[asyncio.Task[Any]] = set()
+        self.aps = AsyncIOScheduler(timezone=UTC, executors={"default": RunTimeExecutor()})
+        self.aps.add_listener(self._on_event, EVENT_JOB_MAX_INSTANCES)
+
+    # -- lifecycle ------------------------------------------------------------
+    def start(self) -> None:
+        for name in ("apscheduler.executors", "apscheduler.scheduler"):
+            # APScheduler logs every run at INFO and every skip at WARNING; the agent
+            # records skips as samples and counts them instead.
+            logging.getLogger(name).setLevel(logging.ERROR)
+        self.aps.start()
+
+    async def stop(self, grace_s: float) -> None:
+        """No new runs; wait for runs in flight (``grace_s`` at most), close every probe."""
+        if self.aps.running:
+            self.aps.pause()
+        running = [j.task for j in self.jobs.values() if j.task is not None]
+        if running:
+            _done, pending = await asyncio.wait(running, timeout=grace_s)
+            for t in pending:
+                t.cancel()
+        for job in list(self.jobs.values()):
+            self._retire(job)
+        self.jobs.clear()
+        if self._closing:
+            await asyncio.wait(list(self._closing), timeout=CLOSE_TIMEOUT_S + 1)
+        if self.aps.running:
+            self.aps.shutdown(wait=False)
+            await asyncio.sleep(0)  # shutdown runs via call_soon_threadsafe
+
+    # -- what to run ------------------------------------------------------------
+    def sync(self, rows: dict[int, SeriesRow]) -> None:
+        """Run exactly ``rows`` from now on (add, change and remove jobs)."""
+        for sid in list(self.jobs):
+            if sid not in rows:
+                self._remove(sid)
+        for sid, row in rows.items():
+            job = self.jobs.get(sid)
+            if job is None:
+                self._add(row)
+            elif job.row != row:
+                old = job.row
+                job.row = row
+                job.grace_s = grace_s(row.interval_ms, self.max_grace_s)
+                job.config_error = None
+                self._retire(job)  # the next run builds a probe from the new row
+                if not _same_schedule(old, row):
+                    self.aps.remove_job(str(sid))
+                    self._add_aps_job(row, job.grace_s)
+
+    @property
+    def series_ids(self) -> set[int]:
+        return set(self.jobs)
+
+    def _add(self, row: SeriesRow) -> None:
+        job = SeriesJob(row=row, grace_s=grace_s(row.interval_ms, self.max_grace_s))
+        self.jobs[row.series_id] = job
+        self._add_aps_job(row, job.grace_s)
+
+    def _add_aps_job(self, row: SeriesRow, grace: float) -> None:
+        start = instant_at_or_before(row.series_id, row.interval_ms, datetime.now(UTC))
+        self.aps.add_job(
+            self._run,
+            trigger=IntervalTrigger(
+                seconds=row.interval_ms / 1000.0, start_date=start, timezone=UTC
+            ),
+            args=[row.series_id],
+            id=str(row.series_id),
+            name=row.label,
+            max_instances=1,
+            coalesce=False,
+            misfire_grace_time=None,  # judged by the job itself, in fractions of a second
+            replace_existing=True,
+        )
+
+    def _remove(self, sid: int) -> None:
+        job = self.jobs.pop(sid)
+        with contextlib.suppress(Exception):  # already gone (JobLookupError)
+            self.aps.remove_job(str(sid))
+        self._retire(job)
+
+    def _retire(self, job: SeriesJob) -> None:
+        """Close the job's probe once its run (if any) is over."""
+        probe, job.probe, job.needs_logon = job.probe, None, True
+        if probe is None:
+            return
+        running = job.task
+
+        async def close() -> None:
+            if running is not None and not running.done():
+                await asyncio.wait([running])
+            try:
+                async with asyncio.timeout(CLOSE_TIMEOUT_S):
+                    await probe.close()
+            except Exception:
+                log.debug("closing the probe of %s failed", job.row.label, exc_info=True)
+
+        task = asyncio.get_running_loop().create_task(close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    # -- runs -----------------------------------------------------------------
+    def _skip(self, row: SeriesRow, scheduled: datetime, reason: str, message: str) -> None:
+        self.stats.record_skip(reason)
+        self.submit(
+            Sample(
+                series_id=row.series_id,
+                scheduled_at=scheduled,
+                started_at=datetime.now(UTC),
+                status=SampleStatus.SKIPPED,
+                error_class=ErrorClass.OTHER,
+                error_code=reason,
+                error_phase="schedule",
+                error_message=message,
+                agent=self.agent,
+                site=self.site,
+            )
+        )
+
+    def _on_event(self, event: Any) -> None:
+        """EVENT_JOB_MAX_INSTANCES: the previous run is still in flight."""
+        job = self.jobs.get(int(event.job_id))
+        if job is None:
+            return
+        for at in event.scheduled_run_times:
+            self._skip(job.row, at, "OVERRUN", "the previous run of this series was still running")
+
+    def _config_sample(self, row: SeriesRow, scheduled: datetime, message: str) -> Sample:
+        self.stats.config_errors += 1
+        now = datetime.now(UTC)
+        return Sample(
+            series_id=row.series_id,
+            scheduled_at=scheduled,
+            started_at=now,
+            status=SampleStatus.ERROR,
+            total_ns=0,
+            error_class=ErrorClass.OTHER,
+            error_code="CONFIG",
+            error_phase="config",
+            error_message=message[:500],
+            agent=self.agent,
+            site=self.site,
+        )
+
+    def _probe(self, job: SeriesJob) -> Probe:
+        if job.probe is None:
+            spec = self.build(job.row)
+            job.probe = create_probe(spec)
+            job.needs_logon = True
+        return job.probe
+
+    async def _run(self, sid: int, scheduled: datetime | None = None) -> None:
+        now = datetime.now(UTC)
+        job = self.jobs.get(sid)
+        if job is None or scheduled is None:
+            return
+        row = job.row
+        late_s = (now - scheduled).total_seconds()
+        if late_s > job.grace_s:
+            self._skip(
+                row,
+                scheduled,
+                "LATE",
+                f"the run could not start within its grace of {job.grace_s:g} s "
+                f"(it was {late_s:.3f} s late)",
+            )
+            return
+        latest = time.monotonic() + (job.grace_s - late_s)
+        job.task = asyncio.current_task()
+        if not await self.limiter.slot(latest):
+            self._skip(row, scheduled, "BUSY", "no free run slot (agent max_in_flight) in time")
+            return
+        try:
+            await self._run_in_slot(job, row, scheduled, latest)
+        finally:
+            self.limiter.release()
+
+    async def _run_in_slot(
+        self, job: SeriesJob, row: SeriesRow, scheduled: datetime, latest: float
+    ) -> None:
+        try:
+            probe = self._probe(job)
+        except (SpecError, ProbeConfigError) as exc:
+            msg = str(exc)
+            if job.config_error != msg:
+                log.error("%s cannot run: %s", row.label, msg)
+                job.config_error = msg
+            self.submit(self._config_sample(row, scheduled, msg))
+            return
+        logons = 1 if (row.probe in LOGON_EVERY_RUN or job.needs_logon) else 0
+        if not await self.limiter.logons(row.target_id, logons, latest):
+            self._skip(row, scheduled, "RATE_LIMIT", "logons per second cap reached")
+            return
+        sample = await run_once(probe, scheduled_at=scheduled)
+        job.needs_logon = not sample.ok
+        self.stats.runs += 1
+        if not sample.ok:
+            self.stats.runs_failed += 1
+        self.stats.record_lag((sample.started_at - scheduled) / timedelta(milliseconds=1))
+        self.submit(sample)

@@ -1,0 +1,273 @@
+"""The sample writer: batches to the store with COPY, or to the spool while it is away.
+
+One thread. Samples arrive through :meth:`Writer.submit` (any thread, never blocks).
+A batch is written when it holds ``batch_max`` samples or its first sample has
+waited ``flush_s``; :func:`app.store.samples.write_samples` stores it (COPY, then
+``ON CONFLICT DO NOTHING``: idempotent) in one transaction.
+
+When the store cannot be reached, the batch goes to the :class:`~app.agent.spool.Spool`
+(fsync per batch) and so does every later batch until the spool has been replayed,
+so samples reach the store in the order they were taken. Every ``retry_s`` the writer
+tries to replay the spool; the first success brings it back to direct writes. A
+batch the store rejects for another reason (not a connection problem) is kept in
+``<spool>/rejected/`` and logged, never retried forever and never lost silently.
+If even the spool is full, batches wait in memory (``memory_backlog_max`` samples)
+and beyond that the oldest are dropped with an error log and counted in
+``dropped`` (the only way a sample can be lost, and it is loud).
+
+:meth:`Writer.stop` flushes everything: the queue to the store (or the spool), then
+as much of the spool as ``stop_grace_s`` allows. A spool left behind by a crash is
+replayed when the next writer starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import deque
+
+import psycopg
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import Engine
+
+from app.agent.options import AgentOptions
+from app.agent.spool import Spool, SpoolFull, encode_frame
+from app.samples import Sample
+from app.store.samples import write_samples
+
+log = logging.getLogger(__name__)
+
+_STOP = object()
+
+
+def store_unreachable(exc: BaseException) -> bool:
+    """True for failures that mean "the store is away" (retry later), not "bad data"."""
+    if isinstance(
+        exc,
+        sa_exc.OperationalError
+        | sa_exc.InterfaceError
+        | sa_exc.DisconnectionError
+        | sa_exc.TimeoutError
+        | psycopg.OperationalError
+        | psycopg.InterfaceError
+        | OSError,
+    ):
+        return True
+    if isinstance(exc, sa_exc.DBAPIError):
+        return exc.connection_invalidated or isinstance(
+            exc.orig, psycopg.OperationalError | psycopg.InterfaceError
+        )
+    return False
+
+
+class Writer:
+    def __init__(self, engine: Engine, spool: Spool, options: AgentOptions | None = None) -> None:
+        self.engine = engine
+        self.spool = spool
+        self.opt = options or AgentOptions()
+        self._q: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._memory: deque[list[Sample]] = deque()
+        self._memory_count = 0
+        self._last_attempt = 0.0
+        # statistics (read by other threads; plain ints are safe to read)
+        self.submitted = 0
+        self.written = 0  # new rows stored (duplicates excluded)
+        self.handed = 0  # samples handed to the store, duplicates included
+        self.batches = 0
+        self.spooled = 0
+        self.rejected = 0
+        self.dropped = 0
+        self.store_ok = True
+        self.last_error: str | None = None
+
+    # -- public ---------------------------------------------------------------
+    def submit(self, sample: Sample) -> None:
+        self.submitted += 1
+        self._q.put(sample)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="connwatch-writer", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Flush everything queued, then return (waits at most ``timeout`` seconds)."""
+        if self._thread is None:
+            return
+        self._q.put(_STOP)
+        self._thread.join(timeout)
+        self._thread = None
+
+    @property
+    def queued(self) -> int:
+        return self._q.qsize()
+
+    @property
+    def backlog(self) -> int:
+        """Samples not yet in the store: spooled plus held in memory."""
+        return self.spool.samples + self._memory_count
+
+    # -- thread ---------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self._replay(force=True)
+            while True:
+                batch, stopping = self._collect()
+                if batch:
+                    self._deliver(batch)
+                self._replay(force=False)
+                if stopping:
+                    break
+            self._replay(force=True, until=time.monotonic() + self.opt.stop_grace_s)
+        except Exception:  # pragma: no cover - a bug; keep whatever we hold on disk
+            log.exception("sample writer failed; spooling what is left")
+            self._spool_rest()
+        finally:
+            self.spool.close()
+
+    def _collect(self) -> tuple[list[Sample], bool]:
+        batch: list[Sample] = []
+        try:
+            first = self._q.get(timeout=self.opt.retry_s)
+        except queue.Empty:
+            return batch, False
+        if first is _STOP:
+            return self._drain(batch), True
+        assert isinstance(first, Sample)
+        batch.append(first)
+        end = time.monotonic() + self.opt.flush_s
+        while len(batch) < self.opt.batch_max:
+            left = end - time.monotonic()
+            try:
+                item = self._q.get(timeout=left) if left > 0 else self._q.get_nowait()
+            except queue.Empty:
+                break
+            if item is _STOP:
+                return self._drain(batch), True
+            assert isinstance(item, Sample)
+            batch.append(item)
+        return batch, False
+
+    def _drain(self, batch: list[Sample]) -> list[Sample]:
+        while True:
+            try:
+                item = self._q.get_nowait()
+            except queue.Empty:
+                return batch
+            if isinstance(item, Sample):
+                batch.append(item)
+
+    def _write(self, batch: list[Sample]) -> None:
+        with self.engine.begin() as conn:
+            new = write_samples(conn, batch)
+        self.written += new
+        self.handed += len(batch)
+        self.batches += 1
+
+    def _deliver(self, batch: list[Sample]) -> None:
+        for i in range(0, len(batch), self.opt.batch_max):
+            part = batch[i : i + self.opt.batch_max]
+            if self.store_ok and self.spool.empty and not self._memory:
+                try:
+                    self._write(part)
+                    continue
+                except Exception as exc:
+                    if not self._failed(exc, part):
+                        continue
+            self._to_spool(part)
+
+    def _failed(self, exc: BaseException, batch: list[Sample]) -> bool:
+        """Handle a failed write; True if the batch must be spooled (store away)."""
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        self.last_error = reason[0] if reason else type(exc).__name__
+        if store_unreachable(exc):
+            if self.store_ok:
+                log.warning(
+                    "store unreachable (%s): spooling samples to %s",
+                    self.last_error,
+                    self.spool.directory,
+                )
+            self.store_ok = False
+            self._last_attempt = time.monotonic()
+            return True
+        self._reject(batch, self.last_error)
+        return False
+
+    def _reject(self, batch: list[Sample], reason: str) -> None:
+        where = self.spool.directory / "rejected"
+        where.mkdir(parents=True, exist_ok=True)
+        path = where / f"rejected-{time.time_ns()}.spool"
+        path.write_bytes(encode_frame(batch))
+        self.rejected += len(batch)
+        log.error("the store rejected %d samples (%s); kept in %s", len(batch), reason, path)
+
+    def _to_spool(self, batch: list[Sample]) -> None:
+        self._memory.append(batch)
+        self._memory_count += len(batch)
+        while self._memory:
+            head = self._memory[0]
+            try:
+                self.spool.append(head)
+            except SpoolFull as exc:
+                self._bound_memory(str(exc))
+                return
+            except OSError as exc:
+                self._bound_memory(f"cannot write the spool: {exc}")
+                return
+            self._memory.popleft()
+            self._memory_count -= len(head)
+            self.spooled += len(head)
+
+    def _bound_memory(self, why: str) -> None:
+        while self._memory_count > self.opt.memory_backlog_max and self._memory:
+            lost = self._memory.popleft()
+            self._memory_count -= len(lost)
+            self.dropped += len(lost)
+            log.error("%s and the memory backlog is full: %d samples dropped", why, len(lost))
+
+    def _replay(self, *, force: bool, until: float | None = None) -> None:
+        if self.spool.empty and not self._memory:
+            return
+        now = time.monotonic()
+        if not force and not self.store_ok and now - self._last_attempt < self.opt.retry_s:
+            return
+        self._last_attempt = now
+        try:
+            n = self.spool.replay(self._replay_write, until=until)
+            while self._memory:
+                head = self._memory[0]
+                self._replay_write(head)
+                self._memory.popleft()
+                self._memory_count -= len(head)
+                n += len(head)
+        except Exception as exc:
+            if store_unreachable(exc):
+                self.store_ok = False
+                self.last_error = str(getattr(exc, "orig", None) or exc).strip()[:200]
+                return
+            log.exception("spool replay failed")
+            self.store_ok = False
+            return
+        if not self.store_ok:
+            log.warning("store reachable again: %d spooled samples replayed", n)
+        elif n:
+            log.info("%d spooled samples replayed", n)
+        self.store_ok = self.spool.empty and not self._memory
+
+    def _replay_write(self, batch: list[Sample]) -> None:
+        try:
+            self._write(batch)
+        except Exception as exc:
+            if store_unreachable(exc):
+                raise
+            self._reject(batch, str(getattr(exc, "orig", None) or exc).strip()[:200])
+
+    def _spool_rest(self) -> None:  # pragma: no cover - after a bug only
+        batch = self._drain([])
+        try:
+            if batch:
+                self._to_spool(batch)
+        except Exception:
+            log.exception("could not spool %d samples", len(batch))
