@@ -10,17 +10,21 @@ The writer runs in the caller's transaction: use ``with engine.begin() as conn``
 
 from __future__ import annotations
 
+import base64
+import binascii
 import operator
-from collections.abc import Sequence
-from datetime import UTC, date
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from typing import Any
 
 import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
-from sqlalchemy.engine import Connection
+from sqlalchemy import text
+from sqlalchemy.engine import Connection, Engine
 
-from app.samples import Sample
+from app.samples import ErrorClass, Sample, SampleStatus
 from app.store.layout import ORIGIN_SQL, driver_connection
 from app.store.partitions import ensure_sample_days
 
@@ -151,3 +155,233 @@ def write_samples(conn: Connection | psycopg.Connection[Any], samples: Sequence[
         got = cur.fetchone()
         cur.execute("truncate _cw_stage")
     return int(got[0]) if got else 0
+
+
+# -- reading -------------------------------------------------------------------------
+
+_SELECT = ", ".join(f"s.{c}" for c in COLUMNS)
+
+
+def row_to_sample(r: Sequence[Any]) -> Sample:
+    """A ``samples`` row (columns in :data:`COLUMNS` order) as a :class:`Sample`."""
+    vals = list(r)
+    vals[3] = SampleStatus(vals[3])
+    if vals[13] is not None:
+        try:
+            vals[13] = ErrorClass(vals[13])
+        except ValueError:
+            vals[13] = ErrorClass.OTHER
+    if vals[24] is None:
+        vals[24] = {}
+    return Sample(*vals)
+
+
+@dataclass(frozen=True, slots=True)
+class SamplePage:
+    samples: list[Sample]
+    next_cursor: str | None  # pass as ``after`` for the next page; None at the end
+
+
+def encode_cursor(s: Sample) -> str:
+    assert s.series_id is not None
+    token = f"{s.scheduled_at.astimezone(UTC).isoformat()}|{s.series_id}"
+    return base64.urlsafe_b64encode(token.encode()).decode().rstrip("=")
+
+
+def decode_cursor(token: str) -> tuple[datetime, int]:
+    """Parse a cursor from :func:`encode_cursor`; ValueError (with the reason) if malformed."""
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+        at, sid = raw.split("|")
+        t = datetime.fromisoformat(at)
+        if t.tzinfo is None:
+            raise ValueError("naive time")
+        return t, int(sid)
+    except (ValueError, UnicodeDecodeError, binascii.Error) as exc:
+        raise ValueError(f"invalid page cursor {token[:40]!r}: {exc}") from None
+
+
+def resolve_series(
+    conn: Connection,
+    *,
+    series_ids: Sequence[int] | None = None,
+    target_id: int | None = None,
+    mode_id: int | None = None,
+) -> list[int]:
+    """Series matching every given filter (all series when none is given)."""
+    return list(
+        conn.execute(
+            text(
+                "select s.id from series s join modes m on m.id = s.mode_id "
+                "where (cast(:ids as integer[]) is null or s.id = any(cast(:ids as integer[]))) "
+                "and (cast(:t as integer) is null or m.target_id = :t) "
+                "and (cast(:m as integer) is null or s.mode_id = :m) order by s.id"
+            ),
+            {
+                "ids": list(series_ids) if series_ids is not None else None,
+                "t": target_id,
+                "m": mode_id,
+            },
+        ).scalars()
+    )
+
+
+def _filters(
+    statuses: Sequence[str] | None, error_code: str | None, params: dict[str, Any]
+) -> list[str]:
+    cond: list[str] = []
+    if statuses is not None:
+        bad = [s for s in statuses if s not in {x.value for x in SampleStatus}]
+        if bad:
+            raise ValueError(f"unknown status {bad[0]!r}; expected ok, error, timeout or skipped")
+        params["st"] = list(statuses)
+        cond.append("s.status = any(:st)")
+        if "ok" not in statuses:
+            cond.append("s.status <> 'ok'")  # lets the planner use the partial index
+    if error_code is not None:
+        params["code"] = error_code
+        cond += ["s.error_code = :code", "s.status <> 'ok'"]
+    return cond
+
+
+def read_samples(
+    conn: Connection,
+    *,
+    series_ids: Sequence[int] | None = None,
+    target_id: int | None = None,
+    mode_id: int | None = None,
+    statuses: Sequence[str] | None = None,
+    error_code: str | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    after: str | None = None,
+    limit: int = 100,
+    newest_first: bool = True,
+) -> SamplePage:
+    """Raw samples matching all filters, ordered by (scheduled_at, series_id), one page.
+
+    Keyset pagination: ``after`` is the previous page's ``next_cursor``. ``end`` is
+    exclusive. Raises ValueError for a bad cursor, status or limit.
+    """
+    if not 1 <= limit <= 10000:
+        raise ValueError("limit must be between 1 and 10000")
+    ids = resolve_series(conn, series_ids=series_ids, target_id=target_id, mode_id=mode_id)
+    if not ids:
+        return SamplePage([], None)
+    params: dict[str, Any] = {"ids": ids, "lim": limit + 1}
+    cond = _filters(statuses, error_code, params)
+    if start is not None:
+        params["a"] = start
+        cond.append("s.scheduled_at >= :a")
+    if end is not None:
+        params["b"] = end
+        cond.append("s.scheduled_at < :b")
+    op, order = ("<", "desc") if newest_first else (">", "asc")
+    if after is not None:
+        params["ct"], params["cs"] = decode_cursor(after)
+        # (scheduled_at, series_id) beyond the cursor, written so the index range applies
+        cond.append(f"s.scheduled_at {op}= :ct and (s.scheduled_at {op} :ct or x.id {op} :cs)")
+    where = " and ".join(["s.series_id = x.id", *cond])
+    rows = conn.execute(
+        text(
+            f"select {_SELECT} from unnest(cast(:ids as integer[])) as x(id) "
+            f"cross join lateral (select s.* from samples s where {where} "
+            f"order by s.scheduled_at {order} limit :lim) s "
+            f"order by s.scheduled_at {order}, s.series_id {order} limit :lim"
+        ),
+        params,
+    ).all()
+    samples = [row_to_sample(r) for r in rows[:limit]]
+    nxt = encode_cursor(samples[-1]) if len(rows) > limit else None
+    return SamplePage(samples, nxt)
+
+
+def samples_around(
+    conn: Connection, windows: Sequence[tuple[int, datetime, datetime]], limit: int = 500
+) -> list[list[Sample]]:
+    """Raw samples of each (series_id, start, end) window, oldest first, at most ``limit`` each."""
+    if not windows:
+        return []
+    rows = conn.execute(
+        text(
+            f"select w.k, {_SELECT} from unnest(cast(:sids as integer[]), "
+            "cast(:fs as timestamptz[]), cast(:ts as timestamptz[])) "
+            "with ordinality as w(sid, f, t, k) cross join lateral ("
+            "select * from samples s where s.series_id = w.sid and s.scheduled_at >= w.f "
+            "and s.scheduled_at < w.t order by s.scheduled_at limit :lim) s order by w.k"
+        ),
+        {
+            "sids": [w[0] for w in windows],
+            "fs": [w[1] for w in windows],
+            "ts": [w[2] for w in windows],
+            "lim": limit,
+        },
+    ).all()
+    out: list[list[Sample]] = [[] for _ in windows]
+    for r in rows:
+        out[r[0] - 1].append(row_to_sample(r[1:]))
+    return out
+
+
+# -- CSV export ----------------------------------------------------------------------
+
+CSV_COLUMNS: tuple[str, ...] = ("target", "mode", *COLUMNS)
+
+
+def export_csv(
+    engine: Engine,
+    *,
+    series_ids: Sequence[int] | None = None,
+    target_id: int | None = None,
+    mode_id: int | None = None,
+    statuses: Sequence[str] | None = None,
+    error_code: str | None = None,
+    start: datetime,
+    end: datetime,
+) -> Iterator[bytes]:
+    """Stream raw samples of ``[start, end)`` as CSV (header first), oldest first.
+
+    A generator of byte chunks straight from PostgreSQL's ``COPY ... TO STDOUT``; it
+    holds one connection until exhausted or closed. Validation errors (bad status,
+    naive times) raise before the first chunk.
+    """
+    if start.tzinfo is None or end.tzinfo is None:
+        raise ValueError("start and end must be timezone-aware")
+    with engine.connect() as conn:
+        ids = resolve_series(conn, series_ids=series_ids, target_id=target_id, mode_id=mode_id)
+    params: dict[str, Any] = {}
+    cond = _filters(statuses, error_code, params)
+    return _stream(engine, ids, start, end, cond, params)
+
+
+def _stream(
+    engine: Engine,
+    ids: list[int],
+    start: datetime,
+    end: datetime,
+    cond: list[str],
+    params: dict[str, Any],
+) -> Iterator[bytes]:
+    lits: dict[str, sql.Composable] = {
+        "ids": sql.Literal(ids),
+        "a": sql.Literal(start),
+        "b": sql.Literal(end),
+        **{k: sql.Literal(v) for k, v in params.items()},
+    }
+    extra = "".join(f" and {c}" for c in cond)
+    for k in params:
+        extra = extra.replace(f":{k}", "{" + k + "}")
+    cols = ", ".join(f"s.{c}" for c in COLUMNS)
+    query = sql.SQL(
+        "copy (select t.name as target, m.name as mode, " + cols + " from samples s "
+        "join series se on se.id = s.series_id join modes m on m.id = se.mode_id "
+        "join targets t on t.id = m.target_id "
+        "where s.series_id = any({ids}::integer[]) and s.scheduled_at >= {a} "
+        "and s.scheduled_at < {b}" + extra + " order by s.scheduled_at, s.series_id) "
+        "to stdout with (format csv, header)"
+    ).format(**lits)
+    with engine.connect() as conn:
+        raw = driver_connection(conn)
+        with raw.cursor() as cur, cur.copy(query) as cp:
+            for chunk in cp:
+                yield bytes(chunk)

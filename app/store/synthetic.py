@@ -172,12 +172,20 @@ _OK_COLUMNS = (
 
 
 def _write_raw_day(
-    conn: Connection, series: list[_Series], day: date, d: _Day, interval_s: int, seed: int
+    conn: Connection,
+    series: list[_Series],
+    day: date,
+    d: _Day,
+    interval_s: int,
+    seed: int,
+    until: datetime,
 ) -> int:
     rng = np.random.default_rng([seed, day.toordinal(), 7])
     slots = d.total.shape[1]
     day_us = int((datetime(day.year, day.month, day.day, tzinfo=UTC) - _PG_EPOCH).total_seconds())
     sched = (day_us + np.arange(slots, dtype=np.int64) * interval_s) * 1_000_000
+    until_us = int((until - _PG_EPOCH).total_seconds() * 1_000_000)
+    keep = sched < until_us  # nothing in the future
     part = f"samples_p{day:%Y%m%d}"
     raw = driver_connection(conn)
     written = 0
@@ -187,7 +195,7 @@ def _write_raw_day(
             rows = np.array([i for i, s in enumerate(series) if s.kind == kind], dtype=np.int64)
             if rows.size == 0:
                 continue
-            ok = d.status[rows] == 0
+            ok = (d.status[rows] == 0) & keep[None, :]
             r_idx, c_idx = np.nonzero(ok)
             nrows = r_idx.size
             st = SERVER_TYPE[kind].encode()
@@ -217,7 +225,7 @@ def _write_raw_day(
                     cp.write(_binary_copy_rows(sub, min(chunk, nrows - lo)))
                 cp.write(_COPY_TRAILER)
             written += nrows
-        r_idx, c_idx = np.nonzero(d.status != 0)
+        r_idx, c_idx = np.nonzero((d.status != 0) & keep[None, :])
         if r_idx.size:
             cols = (
                 "series_id, scheduled_at, started_at, status, error_class, error_code, "
@@ -325,35 +333,38 @@ def generate(
     rollup_days: int = 365,
     minute_days: int = 0,
     interval_s: int = 10,
-    end: date | None = None,
+    end: datetime | None = None,
     seed: int = 1,
     prefix: str = "synthetic",
     progress: Progress | None = None,
 ) -> GenerateReport:
-    """Create ``series`` synthetic series and their history ending at the start of ``end``.
+    """Create ``series`` synthetic series and their history up to ``end`` (default: now).
 
-    ``end`` defaults to tomorrow (UTC), so today is included. Raw samples cover the last
-    ``days`` days; 1-hour and 1-day rollups cover ``max(rollup_days, days)`` days;
-    1-minute rollups cover the raw days plus ``minute_days`` days before them.
+    Raw samples cover ``days`` UTC days: the day of ``end`` up to ``end`` and the
+    ``days - 1`` whole days before it. 1-hour and 1-day rollups cover
+    ``max(rollup_days, days)`` days; 1-minute rollups the raw days plus ``minute_days``
+    days before them.
     """
     if 86400 % interval_s or 3600 % interval_s:
         raise ValueError("interval_s must divide an hour")
     say = progress or (lambda _msg: None)
-    end = end or (datetime.now(UTC).date() + timedelta(days=1))
+    until = (end or datetime.now(UTC)).astimezone(UTC)
+    until = until - timedelta(seconds=until.timestamp() % interval_s)
+    last_day = until.date()
     report = GenerateReport()
     slots = 86400 // interval_s
     t0 = time.perf_counter()
     with engine.begin() as conn:
         made = _create_series(conn, series, interval_s, prefix)
     report.series_ids = [s.id for s in made]
-    raw_first = end - timedelta(days=days)
+    raw_first = last_day - timedelta(days=days - 1)
     with engine.begin() as conn:
         ensure_sample_days(conn, [raw_first + timedelta(days=i) for i in range(days)])
     for k in range(days):
         day = raw_first + timedelta(days=k)
         d = _simulate_day(made, day, slots, interval_s, seed)
         with engine.begin() as conn:
-            report.raw_samples += _write_raw_day(conn, made, day, d, interval_s, seed)
+            report.raw_samples += _write_raw_day(conn, made, day, d, interval_s, seed, until)
         say(f"raw {day}: {report.raw_samples} samples")
     report.seconds["raw"] = time.perf_counter() - t0
     t1 = time.perf_counter()
@@ -370,7 +381,7 @@ def generate(
                 {
                     "ids": report.series_ids,
                     "a": datetime(raw_first.year, raw_first.month, raw_first.day, tzinfo=UTC),
-                    "b": datetime(end.year, end.month, end.day, tzinfo=UTC),
+                    "b": until,
                 },
             )
         while True:
@@ -380,7 +391,7 @@ def generate(
                 break
     report.seconds["rollup_raw"] = time.perf_counter() - t1
     t2 = time.perf_counter()
-    older = max(rollup_days, days) - days
+    older = max(rollup_days, days) - max(days, 0)
     if older:
         with engine.begin() as conn:
             ensure_rollup_partitions(conn, raw_first - timedelta(days=older), raw_first)

@@ -1,0 +1,120 @@
+"""Availability and the error breakdown of series over a range.
+
+Counts come from rollups: 1-day rows when the range is longer than 60 days,
+1-hour rows when longer than 2 days, else 1-minute rows; the range is widened to
+whole rows of that table (``start``/``end`` of the result say exactly what was
+counted). Availability is ok / (samples that ran), skipped runs (agent overload)
+excluded; None when nothing ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from app.samples import ErrorClass
+from app.store.layout import DAY, HOUR, MINUTE, Grain
+from app.store.resolution import ceil_to, check_range, floor_to
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorCount:
+    error_class: str
+    code: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesAvailability:
+    series_id: int
+    n: int
+    n_ok: int
+    n_error: int
+    n_timeout: int
+    n_skipped: int
+    availability: float | None
+    errors: list[ErrorCount] = field(default_factory=list)  # most frequent first
+
+
+@dataclass(frozen=True, slots=True)
+class AvailabilityResult:
+    start: datetime
+    end: datetime
+    source: str
+    series: list[SeriesAvailability]
+    total: SeriesAvailability  # all series together (series_id 0)
+
+
+def _grain(span: timedelta) -> Grain:
+    if span > timedelta(days=60):
+        return DAY
+    if span > timedelta(days=2):
+        return HOUR
+    return MINUTE
+
+
+_CLASSES = {c.value for c in ErrorClass}
+
+
+def code_class(code: str) -> str:
+    """The class of an error code: its prefix (``TNS-12520`` -> ``TNS``), else ``OTHER``."""
+    prefix = code.split("-", 1)[0]
+    return prefix if prefix in _CLASSES else ErrorClass.OTHER.value
+
+
+def _by_count(item: tuple[str, int]) -> tuple[int, str]:
+    return (-item[1], item[0])
+
+
+def availability(
+    conn: Connection, series_ids: Sequence[int], start: datetime, end: datetime
+) -> AvailabilityResult:
+    check_range(start, end)
+    g = _grain(end - start)
+    a, b = floor_to(start, g.width), ceil_to(end, g.width)
+    params = {"ids": list(series_ids), "a": a, "b": b}
+    where = "series_id = any(:ids) and bucket >= :a and bucket < :b"
+    counts = conn.execute(
+        text(
+            "select series_id, sum(n)::int, sum(n_ok)::int, sum(n_error)::int, "
+            f"sum(n_timeout)::int, sum(n_skipped)::int from {g.table} where {where} "
+            "group by 1 order by 1"
+        ),
+        params,
+    ).all()
+    errs: dict[int, list[ErrorCount]] = {}
+    for sid, code, cnt in conn.execute(
+        text(
+            "select series_id, e.key, sum(e.value::int)::int as c "
+            f"from {g.table}, jsonb_each_text(err_code) e where {where} and err_code is not null "
+            "group by 1, 2 order by 1, c desc, 2"
+        ),
+        params,
+    ):
+        errs.setdefault(sid, []).append(ErrorCount(code_class(code), code, cnt))
+
+    def avail(n: int, ok: int, skipped: int) -> float | None:
+        return ok / (n - skipped) if n - skipped > 0 else None
+
+    out = [
+        SeriesAvailability(
+            r[0], r[1], r[2], r[3], r[4], r[5], avail(r[1], r[2], r[5]), errs.get(r[0], [])
+        )
+        for r in counts
+    ]
+    tot_err: dict[str, int] = {}
+    for lst in errs.values():
+        for e in lst:
+            tot_err[e.code] = tot_err.get(e.code, 0) + e.count
+    n, ok, er, to, sk = (
+        sum(getattr(s, f) for s in out) for f in ("n", "n_ok", "n_error", "n_timeout", "n_skipped")
+    )
+    total = SeriesAvailability(
+        0, n, ok, er, to, sk, avail(n, ok, sk),
+        [ErrorCount(code_class(c), c, k) for c, k in sorted(tot_err.items(), key=_by_count)],
+    )  # fmt: skip
+    return AvailabilityResult(a, b, g.name, out, total)
