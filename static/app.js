@@ -170,18 +170,28 @@ CW.builders.breakdown = (data) => ({
   empty: data.modes.every((m) => m.groups.length === 0),
 });
 
-CW.builders.distribution = (data) => ({
-  traces: data.modes.map((m) => ({
-    type: "box", name: m.name, y: m.values, marker: { color: m.color }, boxpoints: false,
-    hovertemplate: "%{y:.2f} ms<extra>" + m.name + "</extra>",
-  })),
-  layout: CW.layoutBase({ yaxis: { title: { text: `${data.phase} (ms)` }, rangemode: "tozero" }, showlegend: false }),
-  empty: data.modes.every((m) => m.values.length === 0),
-});
+/* Box from the store's histogram: box p25-p75, line p50, whiskers p5 and p95, dashed mean. */
+CW.builders.distribution = (data) => {
+  const modes = data.modes.filter((m) => m.box);
+  return {
+    traces: modes.map((m) => ({
+      type: "box", name: m.name, x: [m.name], marker: { color: m.color }, line: { color: m.color },
+      fillcolor: CW.rgba(m.color, 0.3), boxmean: true,
+      q1: [m.box.p25], median: [m.box.p50], q3: [m.box.p75],
+      lowerfence: [m.box.p5], upperfence: [m.box.p95], mean: [m.box.mean ?? m.box.p50],
+    })),
+    layout: CW.layoutBase({
+      yaxis: { title: { text: `${data.phase} (ms): box p25–p75, whiskers p5–p95` }, rangemode: "tozero" },
+      showlegend: false,
+    }),
+    empty: modes.length === 0,
+  };
+};
 
 CW.builders.ecdf = (data) => ({
   traces: data.modes.map((m) => ({
-    type: "scatter", mode: "lines", name: m.name, x: m.ecdf_x, y: m.ecdf_y,
+    type: "scatter", mode: "lines", name: m.name,
+    x: m.ecdf_x.length ? [m.ecdf_x[0], ...m.ecdf_x] : [], y: m.ecdf_y.length ? [0, ...m.ecdf_y] : [],
     line: { color: m.color, dash: m.dash, shape: "hv", width: 2 },
     hovertemplate: "%{x:.2f} ms: %{y:.1%}<extra>" + m.name + "</extra>",
   })),
@@ -199,7 +209,8 @@ CW.builders.daily = (data) => ({
     hovertemplate: "%{x}: p50 %{y:.2f} ms<extra>" + m.name + "</extra>",
   })),
   layout: CW.layoutBase({
-    xaxis: { title: { text: "day (UTC)" }, type: "date" },
+    xaxis: { title: { text: "day (UTC)" },
+      type: Math.max(0, ...data.modes.map((m) => m.days.length)) < 3 ? "category" : "date" },
     yaxis: { title: { text: `${data.phase} p50 per day (ms)` }, rangemode: "tozero" },
   }),
   empty: data.modes.every((m) => m.days.length === 0),
@@ -209,12 +220,12 @@ CW.builders.sweep = (data) => ({
   traces: data.modes.map((m) => ({
     type: "scatter", mode: "lines+markers", name: m.name, x: m.levels, y: m.p50,
     line: { color: m.color, dash: m.dash }, marker: { symbol: m.symbol, color: m.color, size: 8 },
-    error_y: { type: "data", symmetric: false, array: m.p95.map((v, i) => v - m.p50[i]), arrayminus: m.p50.map(() => 0) },
+    error_y: { type: "data", symmetric: false, array: m.p90.map((v, i) => v - m.p50[i]), arrayminus: m.p50.map(() => 0) },
     hovertemplate: "%{x} parallel: p50 %{y:.2f} ms<extra>" + m.name + "</extra>",
   })),
   layout: CW.layoutBase({
     xaxis: { title: { text: "concurrent logons" }, type: "log" },
-    yaxis: { title: { text: "logon p50 ms (bar to p95)" }, rangemode: "tozero" },
+    yaxis: { title: { text: "logon p50 ms (bar to p90)" }, rangemode: "tozero" },
   }),
   empty: data.modes.every((m) => m.levels.length === 0),
 });
@@ -235,7 +246,10 @@ CW.drawChart = async (el) => {
   el.dataset.state = fig.empty ? "empty" : "ready";
   el.dataset.points = String(fig.traces.reduce((a, t) => a + ((t.y || t.x || []).length), 0));
   el.dataset.resolution = data.resolution || "";
-  if (window.Plotly) {
+  if (fig.empty) {
+    if (window.Plotly) Plotly.purge(el);
+    el.innerHTML = "";
+  } else if (window.Plotly) {
     await Plotly.react(el, fig.traces, fig.layout, CW.config);
   }
   el.removeAttribute("aria-busy");

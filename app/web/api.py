@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, HTTPException, Path, Query
 
 from app.web import breakdown, probe_requests
+from app.web.comparing import CompareOut, DailyOut, compare_view, daily_view
 from app.web.deps import ConnDep
 from app.web.lookups import TargetInfo, load_agents, load_target, load_targets
 from app.web.overview import build_rows
@@ -29,6 +30,7 @@ from app.web.schemas import (
     TargetOut,
     TimeseriesOut,
 )
+from app.web.sweeps import SweepOut, latest_sweeps
 from app.web.timerange import parse_range
 
 router = APIRouter(prefix="/api/v1", tags=["api"])
@@ -194,6 +196,56 @@ def api_breakdown(
     return BreakdownOut(
         target=target.name, phase=phase, by=by, start=start, end=window.end, modes=rows
     )
+
+
+TargetQ = Annotated[str, Query(min_length=1, max_length=63, description="target name")]
+
+
+@router.get(
+    "/compare",
+    summary="Per mode: distribution, percentiles, ratio of medians vs dedicated with its CI",
+)
+def api_compare(
+    conn: ConnDep,
+    target: TargetQ,
+    phase: Phase = "logon",
+    modes: ModesQ = None,
+    range_: RangeQ = None,
+    from_: FromQ = None,
+    to: ToQ = None,
+) -> CompareOut:
+    t = target_or_404(conn, target)
+    window = parse_range(range_, from_, to)
+    return compare_view(conn, t, window.start, window.end, phase, pick_modes(t, modes))
+
+
+@router.get("/compare/daily", summary="p50 per UTC day and mode (at least the last 7 days)")
+def api_compare_daily(
+    conn: ConnDep,
+    target: TargetQ,
+    phase: Phase = "logon",
+    modes: ModesQ = None,
+    range_: RangeQ = None,
+    from_: FromQ = None,
+    to: ToQ = None,
+) -> DailyOut:
+    t = target_or_404(conn, target)
+    window = parse_range(range_, from_, to)
+    return daily_view(conn, t, window.start, window.end, phase, pick_modes(t, modes))
+
+
+@router.get("/compare/sweep", summary="The latest sweep run per mode: logon p50/p90 per level")
+def api_compare_sweep(
+    conn: ConnDep,
+    target: TargetQ,
+    modes: ModesQ = None,
+    range_: RangeQ = None,
+    from_: FromQ = None,
+    to: ToQ = None,
+) -> SweepOut:
+    t = target_or_404(conn, target)
+    window = parse_range(range_, from_, to)
+    return latest_sweeps(conn, t, window.start, window.end, pick_modes(t, modes))
 
 
 @router.get("/agents", summary="Every agent: heartbeat and self-monitoring counters")

@@ -8,13 +8,14 @@ target, modes, phase, filters) is a URL parameter.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Literal
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.web.api import pick_modes
+from app.web.comparing import compare_view
 from app.web.deps import ConnDep, TemplatesDep
 from app.web.lookups import TargetInfo, load_target, load_targets
 from app.web.overview import build_rows, sparkline_svg
@@ -92,5 +93,49 @@ def target_page(
             "api": api,
             "extra": urlencode(extra),
             "phases": ("logon", "ping", "query", "logoff"),
+        },
+    )
+
+
+@router.get("/compare", response_class=HTMLResponse)
+def compare_page(
+    request: Request,
+    conn: ConnDep,
+    templates: TemplatesDep,
+    target: str | None = None,
+    phase: Literal["logon", "ping", "query", "logoff", "total"] = "logon",
+    range_: Annotated[str | None, Query(alias="range")] = None,
+    from_: Annotated[str | None, Query(alias="from")] = None,
+    to: str | None = None,
+    modes: str | None = None,
+) -> Response:
+    window = parse_range(range_, from_, to)
+    targets = load_targets(conn)
+    chosen_target = _target_or_404(conn, target) if target else (targets[0] if targets else None)
+    view = None
+    chosen: list[str] = []
+    if chosen_target is not None:
+        chosen = pick_modes(chosen_target, modes)
+        view = compare_view(conn, chosen_target, window.start, window.end, phase, chosen)
+    base = _base_params(request)
+    if chosen_target is not None:
+        base["target"] = chosen_target.name
+    query = {"target": chosen_target.name if chosen_target else "", "phase": phase}
+    if modes:
+        query["modes"] = ",".join(chosen)
+    return templates.TemplateResponse(
+        request,
+        "compare.html",
+        {
+            "title": "Compare modes",
+            "active": "Compare",
+            "charts": True,
+            "targets": targets,
+            "target": chosen_target,
+            "tr": window,
+            "base": base,
+            "phase": phase,
+            "view": view,
+            "api_query": urlencode(query),
         },
     )

@@ -89,3 +89,15 @@ def test_zoom_fetches_a_finer_window_and_puts_it_in_the_url(
     url = page.url
     assert "range=" not in url
     assert page.console_errors == []
+
+
+def test_compare_page_draws_every_chart_and_says_it_in_words(
+    live_server: LiveServer, data: Seeded, page: Any
+) -> None:
+    page.goto(live_server.url + "/compare?target=sales&range=6h")
+    for chart in ("box", "ecdf", "daily"):
+        assert _chart_ready(page, f"#chart-{chart}")["state"] == "ready", chart
+    _chart_ready(page, "#chart-sweep")
+    sentence = page.locator("[data-sentence=shared]").inner_text()
+    assert "faster than dedicated-server" in sentence
+    assert page.console_errors == []

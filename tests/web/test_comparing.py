@@ -1,0 +1,75 @@
+"""The Compare page's words and shapes, from the store's comparison of known data."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from app.store.compare import ModeStats
+from app.web.comparing import sentence, weighted_quantiles
+from tests.web.data import Seeded
+
+
+def _stats(kind: str, ratio: float, lo: float, hi: float, significant: bool) -> ModeStats:
+    return ModeStats(
+        mode_id=2, mode=kind, kind=kind, series_ids=[1], n=100, n_ok=100, n_error=0,
+        n_timeout=0, availability=1.0, count=100, mean_ms=40.0, min_ms=30.0, p50_ms=40.0,
+        p90_ms=45.0, p95_ms=46.0, p99_ms=50.0, max_ms=55.0, ratio=ratio, ci_low=lo,
+        ci_high=hi, p_value=0.001, significant=significant,
+    )  # fmt: skip
+
+
+def test_sentence_says_faster_with_its_interval() -> None:
+    s = sentence("logon", _stats("shared", 0.72, 0.69, 0.75, True), "dedicated", 0.95)
+    assert s == "shared-server logons were 28 % faster than dedicated-server, 95 % CI 25-31 %"
+
+
+def test_sentence_says_slower() -> None:
+    s = sentence("ping", _stats("pooled", 1.10, 1.05, 1.16, True), "dedicated", 0.95)
+    assert s is not None and s.startswith("DRCP (pooled) pings were 10 % slower than dedicated")
+
+
+def test_sentence_refuses_to_claim_an_unclear_difference() -> None:
+    s = sentence("logon", _stats("shared", 0.98, 0.9, 1.05, False), "dedicated", 0.95)
+    assert s is not None and "not a clear difference" in s
+
+
+def test_no_sentence_for_the_baseline_itself() -> None:
+    assert sentence("logon", _stats("dedicated", 1.0, 1.0, 1.0, False), "dedicated", 0.95) is None
+
+
+def test_weighted_quantiles_nearest_rank() -> None:
+    hist = [(10.0, 50), (20.0, 40), (30.0, 10)]
+    assert weighted_quantiles(hist, [0.5, 0.51, 0.9, 0.95]) == [10.0, 20.0, 20.0, 30.0]
+
+
+def test_compare_api_on_known_data(client: TestClient, seeded: Seeded) -> None:
+    res = client.get("/api/v1/compare", params={"target": "sales", "range": "6h"})
+    assert res.status_code == 200, res.text
+    doc = res.json()
+    by = {m["name"]: m for m in doc["modes"]}
+    assert doc["baseline"] == "dedicated"
+    assert abs(by["shared"]["ratio"] - 42 / 60) < 0.03
+    assert by["shared"]["significant"] is True
+    assert by["shared"]["n_failed"] == 3
+    assert "faster than dedicated-server" in by["shared"]["sentence"]
+    ecdf = by["dedicated"]["ecdf_y"]
+    assert ecdf == sorted(ecdf) and ecdf[-1] == 1.0
+    assert (
+        by["dedicated"]["box"]["p5"]
+        <= by["dedicated"]["box"]["p50"]
+        <= by["dedicated"]["box"]["p95"]
+    )
+
+
+def test_daily_p50_per_mode(client: TestClient, seeded: Seeded) -> None:
+    res = client.get("/api/v1/compare/daily", params={"target": "sales", "range": "24h"})
+    assert res.status_code == 200, res.text
+    by = {m["name"]: m for m in res.json()["modes"]}
+    assert by["dedicated"]["days"]
+    assert all(55 < v < 65 for v in by["dedicated"]["p50"])
+
+
+def test_sweep_without_sweeps_is_empty_not_an_error(client: TestClient, seeded: Seeded) -> None:
+    res = client.get("/api/v1/compare/sweep", params={"target": "sales"})
+    assert res.status_code == 200
+    assert all(m["levels"] == [] for m in res.json()["modes"])
