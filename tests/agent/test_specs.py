@@ -1,0 +1,145 @@
+"""Specs from stored rows: every mode kind, parameters, and clear errors for bad ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from app.agent.specs import SpecError, build_spec, fingerprint, load_series
+from app.credentials import Vault
+from app.probes.spec import OracleEndpoint, OracleServerType, PgRoute, PostgresEndpoint, Purity
+from tests.agent.conftest import add_mode, add_series, add_target, make_settings
+
+
+def _one(store: Engine, tmp_path: Path, **settings_kw: object):  # type: ignore[no-untyped-def]
+    settings = make_settings(tmp_path, "postgresql://x@127.0.0.1/x", **settings_kw)
+    with store.connect() as conn:
+        rows = load_series(conn, "default")
+    return rows, Vault.from_settings(settings), settings
+
+
+def test_oracle_modes_and_parameters(store: Engine, tmp_path: Path) -> None:
+    with store.begin() as conn:
+        t = add_target(
+            conn,
+            "ora",
+            kind="oracle",
+            dsn="db:1521/FREEPDB1",
+            username="scott",
+            params={"connect_timeout": "3s", "config_dir": "/etc/tns"},
+        )
+        s1 = add_series(conn, add_mode(conn, t, "dedicated"), interval_ms=10_000, timeout_ms=4000)
+        s2 = add_series(
+            conn,
+            add_mode(
+                conn,
+                t,
+                "pooled",
+                params={"cclass": "CW", "purity": "self", "pool_boundary": "statement"},
+            ),
+        )
+        s3 = add_series(conn, add_mode(conn, t, "shared", transport="tcps"))
+    rows, vault, settings = _one(store, tmp_path)
+    specs = {sid: build_spec(rows[sid], vault, settings, agent="a", site="default") for sid in rows}
+    ded = specs[s1].endpoint
+    assert isinstance(ded, OracleEndpoint)
+    assert ded.server_type is OracleServerType.DEDICATED and ded.connect == "db:1521/FREEPDB1"
+    assert ded.connect_timeout_s == 3.0 and ded.config_dir == "/etc/tns"
+    assert specs[s1].deadline_s == 4.0 and specs[s1].series_id == s1
+    pooled = specs[s2].endpoint
+    assert isinstance(pooled, OracleEndpoint)
+    assert pooled.server_type is OracleServerType.POOLED
+    assert (pooled.cclass, pooled.purity, pooled.pool_boundary) == ("CW", Purity.SELF, "statement")
+    shared = specs[s3].endpoint
+    assert isinstance(shared, OracleEndpoint) and shared.protocol == "tcps"
+    assert shared.thick_lib_dir is None
+
+
+def test_tns_admin_and_thick_mode_come_from_settings(store: Engine, tmp_path: Path) -> None:
+    with store.begin() as conn:
+        t = add_target(conn, "ora", kind="oracle", dsn="HRPROD", username="u")
+        sid = add_series(conn, add_mode(conn, t, "dedicated", transport="ipc"))
+    rows, vault, settings = _one(
+        store, tmp_path, tns_admin=tmp_path / "tns", oracle_client_lib_dir=tmp_path / "ic"
+    )
+    ep = build_spec(rows[sid], vault, settings).endpoint
+    assert isinstance(ep, OracleEndpoint)
+    assert ep.config_dir == str(tmp_path / "tns") and ep.thick_lib_dir == str(tmp_path / "ic")
+    assert ep.protocol == "ipc"
+
+
+def test_postgres_modes(store: Engine, tmp_path: Path) -> None:
+    with store.begin() as conn:
+        t = add_target(conn, "pg", dsn="db.example:5433/billing", username="cw")
+        direct = add_series(conn, add_mode(conn, t, "direct"))
+        unix = add_series(
+            conn, add_mode(conn, t, "unix", transport="unix", params={"host": "/run/pg"})
+        )
+        bouncer = add_series(conn, add_mode(conn, t, "pgbouncer_transaction"))
+        bouncer2 = add_series(
+            conn, add_mode(conn, t, "pgb", "pgbouncer_session", params={"host": "pgb", "port": 7})
+        )
+    rows, vault, settings = _one(store, tmp_path)
+    eps = {sid: build_spec(rows[sid], vault, settings).endpoint for sid in rows}
+    assert eps[direct] == PostgresEndpoint("db.example", 5433, "billing", "cw")
+    assert eps[unix] == PostgresEndpoint("/run/pg", 5433, "billing", "cw")
+    assert eps[bouncer] == PostgresEndpoint(
+        "db.example", 6432, "billing", "cw", route=PgRoute.PGBOUNCER_TRANSACTION
+    )
+    b2 = eps[bouncer2]
+    assert isinstance(b2, PostgresEndpoint)
+    assert (b2.host, b2.port, b2.route) == ("pgb", 7, PgRoute.PGBOUNCER_SESSION)
+
+
+@pytest.mark.parametrize(
+    ("kind", "dsn", "mode", "mode_params", "ref", "message"),
+    [
+        ("oracle", "db/S", "dedicated", {"purity": "dirty"}, None, "'purity' must be"),
+        ("oracle", "db/S", "dedicated", {"colour": 1}, None, "unknown oracle parameter(s) colour"),
+        ("oracle", "db/S", "dedicated", {"sdu": "big"}, None, "'sdu' must be an integer"),
+        ("oracle", "db/S", "dedicated", {"connect_timeout": "soon"}, None, "connect_timeout"),
+        ("oracle", "db/S", "dedicated", {}, "env:CW_TEST_UNSET_PW", "CW_TEST_UNSET_PW is not set"),
+        ("postgres", "no-slash", "direct", {}, None, "is not host[:port]/dbname"),
+        ("postgres", "h/db", "unix", {"host": "relative"}, None, "absolute path"),
+        ("postgres", "h/db", "direct", {"port": 0}, None, "'port' must be an integer 1..65535"),
+    ],
+)
+def test_bad_series_give_a_clear_error(
+    store: Engine,
+    tmp_path: Path,
+    kind: str,
+    dsn: str,
+    mode: str,
+    mode_params: dict[str, object],
+    ref: str | None,
+    message: str,
+) -> None:
+    with store.begin() as conn:
+        t = add_target(conn, "bad", kind=kind, dsn=dsn, username="u", password_ref=ref)
+        sid = add_series(conn, add_mode(conn, t, mode, params=mode_params))
+    rows, vault, settings = _one(store, tmp_path)
+    with pytest.raises(SpecError) as err:
+        build_spec(rows[sid], vault, settings)
+    assert message in str(err.value)
+    assert f"series {sid} (bad/{mode}/connping)" in str(err.value)
+
+
+def test_fingerprint_changes_with_any_relevant_edit(store: Engine) -> None:
+    from sqlalchemy import text
+
+    with store.begin() as conn:
+        t = add_target(conn, "pg", dsn="h/db", username="u")
+        m = add_mode(conn, t, "direct")
+        add_series(conn, m)
+        fp0 = fingerprint(conn, "default")
+        conn.execute(text("update modes set params = '{\"port\": 7}' where id = :m"), {"m": m})
+        fp1 = fingerprint(conn, "default")
+        conn.execute(text("update series set interval_ms = 2000, timeout_ms = 2000"))
+        fp2 = fingerprint(conn, "default")
+        conn.execute(text("update targets set enabled = false"))
+        fp3 = fingerprint(conn, "default")
+        other_site = fingerprint(conn, "elsewhere")
+    assert len({fp0, fp1, fp2, fp3}) == 4
+    assert fp3 == other_site  # nothing enabled at either site
