@@ -194,3 +194,32 @@ def gaps(times: list[datetime], interval_ms: int) -> list[float]:
         if abs(step - 1) > 1e-6:
             out.append(step)
     return out
+
+
+def run_agent(
+    engine: Engine,
+    settings: Settings,
+    seconds: float,
+    *,
+    options: Any = None,
+    during: Any = None,
+) -> Any:
+    """Run an in-process :class:`~app.agent.service.Agent` for ``seconds`` (or while
+    ``during(agent)`` runs), stop it (flushing everything) and return it."""
+    import asyncio
+
+    from app.agent.service import Agent
+
+    async def go() -> Agent:
+        agent = Agent(engine, settings, options)
+        await agent.start()
+        try:
+            if during is not None:
+                await during(agent)
+            else:
+                await asyncio.sleep(seconds)
+        finally:
+            await agent.stop()
+        return agent
+
+    return asyncio.run(go())
