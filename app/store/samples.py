@@ -265,11 +265,13 @@ def read_samples(
     """
     if not 1 <= limit <= 10000:
         raise ValueError("limit must be between 1 and 10000")
+    params: dict[str, Any] = {"lim": limit + 1}
+    cond = _filters(statuses, error_code, params)
+    cursor = decode_cursor(after) if after is not None else None
     ids = resolve_series(conn, series_ids=series_ids, target_id=target_id, mode_id=mode_id)
     if not ids:
         return SamplePage([], None)
-    params: dict[str, Any] = {"ids": ids, "lim": limit + 1}
-    cond = _filters(statuses, error_code, params)
+    params["ids"] = ids
     if start is not None:
         params["a"] = start
         cond.append("s.scheduled_at >= :a")
@@ -277,8 +279,8 @@ def read_samples(
         params["b"] = end
         cond.append("s.scheduled_at < :b")
     op, order = ("<", "desc") if newest_first else (">", "asc")
-    if after is not None:
-        params["ct"], params["cs"] = decode_cursor(after)
+    if cursor is not None:
+        params["ct"], params["cs"] = cursor
         # (scheduled_at, series_id) beyond the cursor, written so the index range applies
         cond.append(f"s.scheduled_at {op}= :ct and (s.scheduled_at {op} :ct or x.id {op} :cs)")
     where = " and ".join(["s.series_id = x.id", *cond])

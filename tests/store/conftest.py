@@ -66,7 +66,7 @@ def ok(series_id: int, at: datetime, total_ms: float, **kw: Any) -> Sample:
 
 
 def failed(
-    series_id: int, at: datetime, code: str = "ORA-12520", cls: ErrorClass = ErrorClass.TNS
+    series_id: int, at: datetime, code: str = "TNS-12520", cls: ErrorClass = ErrorClass.TNS
 ) -> Sample:
     status = SampleStatus.TIMEOUT if cls is ErrorClass.TIMEOUT else SampleStatus.ERROR
     return Sample(
@@ -82,3 +82,17 @@ def failed(
 
 
 T0 = datetime(2026, 11, 2, 0, 0, tzinfo=UTC)  # a Monday
+
+
+def store(engine: Engine, samples: list[Sample]) -> None:
+    """Write samples and roll them up, as the agent and its maintenance loop would."""
+    from app.store.rollups import roll_up_pending
+    from app.store.samples import write_samples
+
+    with engine.begin() as conn:
+        write_samples(conn, samples)
+    roll_up_pending(engine)
+
+
+def close(got: float | None, want: float, tol: float = 0.0196) -> bool:
+    return got is not None and abs(got - want) <= tol * abs(want) + 1e-9

@@ -64,7 +64,7 @@ def test_rollups_match_exact_computation(engine: Engine) -> None:
     assert (day["n"], day["n_error"], day["n_timeout"]) == (len(samples), n_err, n_to)
     assert day["n_ok"] == len(ok_ns)
     assert day["err_class"] == {"TNS": n_err, "TIMEOUT": n_to}
-    assert day["err_code"] == {"ORA-12520": n_err, "TIMEOUT": n_to}
+    assert day["err_code"] == {"TNS-12520": n_err, "TIMEOUT": n_to}
     for h, row in enumerate(hours):
         lo, hi = T0 + timedelta(hours=h), T0 + timedelta(hours=h + 1)
         _check_row(dict(row), [v for t, v in ok_ns.items() if lo <= t < hi])

@@ -1,0 +1,39 @@
+"""weekly(): true weekly percentiles per target and mode, with week-over-week change."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy.engine import Engine
+
+from app.store.weekly import weekly
+from tests.store.conftest import T0, close, failed, make_series, ok, store
+
+
+def test_week_over_week(engine: Engine) -> None:
+    ids = make_series(engine, "t1", {"dedicated": 10000, "shared": 10000})
+    d = ids["dedicated"]
+    samples = []
+    for day in range(7):  # week 1: 50 ms; week 2: 60 ms and one failure in ten
+        base = T0 + timedelta(days=day, hours=9)
+        samples += [ok(d, base + timedelta(minutes=i), 50) for i in range(10)]
+        base2 = base + timedelta(weeks=1)
+        samples += [ok(d, base2 + timedelta(minutes=i), 60) for i in range(9)]
+        samples.append(failed(d, base2 + timedelta(minutes=9)))
+    samples.append(ok(ids["shared"], T0 + timedelta(weeks=1), 40))
+    store(engine, samples)
+    with engine.connect() as conn:
+        rows = weekly(conn, T0 + timedelta(weeks=1), T0 + timedelta(weeks=2))
+        only_shared = weekly(conn, T0, T0 + timedelta(weeks=2), target_ids=[999])
+    assert only_shared == []
+    assert [(r.mode, r.week) for r in rows] == [
+        ("dedicated", T0 + timedelta(weeks=1)),
+        ("shared", T0 + timedelta(weeks=1)),
+    ]
+    w = rows[0]
+    assert (w.n, w.n_ok, w.n_failed, w.count) == (70, 63, 7, 63)
+    assert close(w.p50_ms, 60.0) and close(w.prev_p50_ms, 50.0)
+    assert w.change_p50_pct is not None and abs(w.change_p50_pct - 20.0) < 4.5
+    assert w.availability == 90.0 and w.prev_availability == 100.0
+    assert w.change_availability_pts == -10.0
+    assert rows[1].prev_p50_ms is None and rows[1].change_p50_pct is None
