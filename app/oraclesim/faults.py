@@ -126,6 +126,9 @@ class FaultSet:
             self._faults.append(fault)
         return fault
 
+    def any(self) -> bool:
+        return bool(self._faults)
+
     def remove(self, fault_id: int) -> bool:
         with self._lock:
             before = len(self._faults)

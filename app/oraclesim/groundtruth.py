@@ -14,6 +14,8 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+KEEP_PHASES = 2000
+
 
 @dataclass(slots=True)
 class PhaseRecord:
@@ -41,6 +43,8 @@ class ConnectionRecord:
 
     def begin(self, phase: str) -> PhaseRecord:
         rec = PhaseRecord(phase, time.perf_counter_ns())
+        if len(self.phases) >= KEEP_PHASES:  # long-lived sessions: keep the logon, drop old calls
+            del self.phases[4 : 4 + KEEP_PHASES // 2]
         self.phases.append(rec)
         return rec
 

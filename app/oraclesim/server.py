@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .auth import Verifier
@@ -26,7 +27,7 @@ from .packets import (
     refuse,
     resend,
 )
-from .session import Closed, Session
+from .session import Closed, FastPathProtocol, Session
 from .views import ServerState
 
 
@@ -57,10 +58,10 @@ class Simulator:
     async def start(self, host: str | None = None, port: int | None = None) -> None:
         self.host = host or self.config.host
         want = self.config.port if port is None else port
-        self._server = await asyncio.start_server(self._on_listener, self.host, want)
+        self._server = await self._listen_on(self._on_listener, self.host, want)
         self.port = self._server.sockets[0].getsockname()[1]
         if any(s.shared_redirect and "shared" in s.modes for s in self.config.services.values()):
-            self._dispatcher = await asyncio.start_server(self._on_dispatcher, self.host, 0)
+            self._dispatcher = await self._listen_on(self._on_dispatcher, self.host, 0)
             self.dispatcher_port = self._dispatcher.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
@@ -82,9 +83,20 @@ class Simulator:
 
     async def listener_up(self) -> None:
         if self._server is None:
-            self._server = await asyncio.start_server(
-                self._on_listener, self.host, self.port, reuse_address=True
-            )
+            self._server = await self._listen_on(self._on_listener, self.host, self.port)
+
+    @staticmethod
+    async def _listen_on(
+        handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+        host: str,
+        port: int,
+    ) -> asyncio.Server:
+        loop = asyncio.get_running_loop()
+
+        def factory() -> FastPathProtocol:
+            return FastPathProtocol(asyncio.StreamReader(limit=2**20), handler)
+
+        return await loop.create_server(factory, host, port, reuse_address=True)
 
     @property
     def listening(self) -> bool:

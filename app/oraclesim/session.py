@@ -54,6 +54,17 @@ T = TypeVar("T")
 SERVER_TYPE = {"dedicated": "DEDICATED", "shared": "SHARED", "pooled": "POOLED"}
 
 
+class FastPathProtocol(asyncio.StreamReaderProtocol):
+    """A StreamReaderProtocol whose data_received first offers the data to a fast path."""
+
+    fast: Callable[[bytes], bool] | None = None
+
+    def data_received(self, data: bytes) -> None:
+        fast = self.fast
+        if fast is None or not fast(data):
+            super().data_received(data)
+
+
 class Closed(Exception):
     """The connection ends (client EOF, drop fault, kill)."""
 
@@ -101,6 +112,7 @@ class Session:
         self._pending: asyncio.Task[Packet] | None = None
         self._killed = False
         self.pairs: dict[str, str] = {}
+        self.idle = False
 
     # ----------------------------------------------------------------- transport
     async def packet(self) -> Packet:
@@ -414,8 +426,13 @@ class Session:
 
     async def call_loop(self) -> None:
         st = self.sim.state
+        proto = self.writer.transport.get_protocol()
+        if isinstance(proto, FastPathProtocol):
+            proto.fast = self.fast_ping
         while True:
+            self.idle = True
             pkt = await self.packet()
+            self.idle = False
             if self._killed:
                 raise Closed
             if pkt.type == MARKER:
@@ -456,6 +473,30 @@ class Session:
                     st.shared.release(srv, time.perf_counter_ns() - t0, len(payload))
             if done:
                 return
+
+    def fast_ping(self, data: bytes) -> bool:
+        """Answer a plain ping inside data_received (no task switch) when nothing else can
+        apply: idle session, nothing buffered, no faults, no latency, not shared, attached."""
+        if not (
+            len(data) == 13
+            and data[10:12] == b"\x03\x93"
+            and data[:4] == b"\x00\x00\x00\x0d"
+            and self.idle
+            and self._pending is None
+            and not self._killed
+            and not self.sim.latency.enabled
+            and not self.sim.faults.any()
+            and self.mode != "shared"
+            and (self.mode != "pooled" or self.drcp_attached)
+            and not getattr(self.reader, "_buffer", b"?")
+        ):
+            return False
+        prec = self.rec.begin("ping")
+        self.sim.state.user_calls += 1
+        reply = data_packets(msg.status(Writer(), self.call_status, data[12]).getvalue(), self.sdu)
+        prec.end_ns = time.perf_counter_ns()
+        self.writer.write(reply)
+        return True
 
     async def call(self, req: Request, payload: bytes) -> bool:
         """Handle one call; True after logoff."""

@@ -89,7 +89,8 @@ def test_pool_with_cclass_and_purity_self_gets_hits(oraclesim, ping_interval):
         for p in r["phases"]
         if r["cclass"] == cclass
     )
-    assert pings == (3 if ping_interval == 0 else 0)
+    # the very first acquire may find the new connection before it was ever released
+    assert pings in ((3, 4) if ping_interval == 0 else (0,))
 
 
 @pytest.mark.parametrize("ping_interval", [0, 60])
@@ -120,7 +121,7 @@ def test_async_pool(oraclesim, ping_interval):
         for p in r["phases"]
         if r["cclass"] == f"ASYNC{ping_interval}"
     )
-    assert pings == (2 if ping_interval == 0 else 0)
+    assert pings in ((2, 3) if ping_interval == 0 else (0,))
 
 
 def test_dedicated_pool(oraclesim):
