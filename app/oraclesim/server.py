@@ -153,8 +153,8 @@ class Simulator:
             session = await self._listen(reader, writer, rec, via_dispatcher)
             if session is not None:
                 await session.run()
-        except (Closed, asyncio.IncompleteReadError, ConnectionError):
-            pass
+        except (Closed, asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            pass  # a cancelled handler ends quietly: stop() cancels what is still open
         finally:
             if session is not None:
                 session.close()

@@ -370,22 +370,17 @@ class Session:
             r.u8()
             r.bytes_two_lengths()
         elif fn == 135:  # end-to-end attributes
-            r.u8()
-            r.u8()
-            r.uint()
-            present = []
-            for _ in range(3):  # client identifier, module, action
-                present.append(r.u8() == 1 and r.uint() > 0)
-            r.u8()
-            r.uint()
-            r.u8()
-            r.uint()
-            present.append(r.u8() == 1 and r.uint() > 0)  # client info
-            r.u8()
-            r.uint()
-            r.u8()
-            r.uint()
-            present.append(r.u8() == 1 and r.uint() > 0)  # dbop
+            r.u8(), r.u8(), r.uint()  # cidnam, cidser pointers, flags
+
+            def field() -> bool:
+                pointer, length = r.u8(), r.uint()
+                return pointer == 1 and length > 0
+
+            present = [field(), field(), field()]  # client identifier, module, action
+            r.u8(), r.uint(), r.u8(), r.uint()  # cideci, cidcct, cidecs
+            present.append(field())  # client info
+            r.u8(), r.uint(), r.u8(), r.uint()  # cidkstk, cidktgt
+            present.append(field())  # dbop
             for p in present:
                 if p:
                     r.bytes_()

@@ -189,3 +189,23 @@ def test_numbers_decode_in_the_driver(oraclesim):
     sql = "select " + ", ".join(str(v) for v in values) + " from dual"
     with connect(oraclesim) as conn:
         assert conn.cursor().execute(sql).fetchone() == tuple(values)
+
+
+def test_insert_with_binds_large_and_small(oraclesim):
+    with connect(oraclesim) as conn:
+        cur = conn.cursor()
+        for i in range(3):  # a full execute, then re-executes with new bind values
+            cur.execute("insert into connwatch_probe (id, ts) values (:1, systimestamp)", [i])
+            assert cur.rowcount == 1
+        cur.execute("insert into connwatch_probe (id, note) values (:id, :n)", id=5, n="x" * 5000)
+        assert cur.rowcount == 1
+        conn.commit()
+
+
+def test_end_to_end_attributes_ride_along_with_calls(oraclesim):
+    with connect(oraclesim) as conn:
+        conn.module, conn.action, conn.client_identifier = "connwatch", "ping", "probe-1"
+        conn.client_info, conn.dbop = "info", "op"
+        conn.ping()
+        conn.module = "connwatch2"
+        assert conn.cursor().execute("select 1 from dual").fetchone() == (1,)
