@@ -11,14 +11,17 @@ from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Path, Query
+from fastapi.responses import StreamingResponse
 
-from app.web import breakdown, probe_requests
+from app.web import breakdown, probe_requests, samples_view
 from app.web.comparing import CompareOut, DailyOut, compare_view, daily_view
-from app.web.deps import ConnDep
+from app.web.deps import ConnDep, EngineDep
+from app.web.incidents_view import IncidentsOut, incidents
 from app.web.lookups import TargetInfo, load_agents, load_target, load_targets
 from app.web.overview import build_rows
 from app.web.palette import mode_style
 from app.web.readers import overview_stats, target_timeseries
+from app.web.samples_view import SampleFilter, SamplesOut
 from app.web.schemas import (
     AgentOut,
     BreakdownOut,
@@ -246,6 +249,84 @@ def api_compare_sweep(
     t = target_or_404(conn, target)
     window = parse_range(range_, from_, to)
     return latest_sweeps(conn, t, window.start, window.end, pick_modes(t, modes))
+
+
+@router.get("/incidents", summary="Spikes (p95 over the weekly baseline) and outages (error runs)")
+def api_incidents(
+    conn: ConnDep,
+    target: Annotated[
+        str | None, Query(max_length=63, description="one target (default all)")
+    ] = None,
+    phase: Phase = "logon",
+    factor: Annotated[float, Query(gt=1.0, le=100.0, description="spike threshold")] = 2.0,
+    samples: Annotated[bool, Query(description="include the raw samples around each")] = False,
+    range_: RangeQ = None,
+    from_: FromQ = None,
+    to: ToQ = None,
+) -> IncidentsOut:
+    window = parse_range(range_, from_, to, default="7d")
+    targets = [target_or_404(conn, target)] if target else load_targets(conn)
+    return incidents(
+        conn, targets, window.start, window.end, phase=phase, factor=factor, with_samples=samples
+    )
+
+
+StatusQ = Annotated[
+    Literal["ok", "error", "timeout", "skipped", "failed"] | None,
+    Query(description="failed = error or timeout"),
+]
+CodeQ = Annotated[str | None, Query(max_length=40, description="error code, e.g. ORA-12541")]
+ModeQ = Annotated[str | None, Query(max_length=63, description="mode name (needs target)")]
+
+
+@router.get("/samples", summary="Raw samples, filtered, one keyset page at a time")
+def api_samples(
+    conn: ConnDep,
+    target: Annotated[str | None, Query(max_length=63)] = None,
+    mode: ModeQ = None,
+    status: StatusQ = None,
+    code: CodeQ = None,
+    range_: RangeQ = None,
+    from_: FromQ = None,
+    to: ToQ = None,
+    after: Annotated[
+        str | None, Query(max_length=200, description="next from the last page")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    order: Literal["newest", "oldest"] = "newest",
+) -> SamplesOut:
+    window = parse_range(range_, from_, to)
+    f = SampleFilter(target, mode, status, code)
+    return samples_view.page(
+        conn, f, window.start, window.end, after=after, limit=limit, newest_first=order == "newest"
+    )
+
+
+@router.get(
+    "/samples.csv",
+    summary="Raw samples as CSV (streamed, oldest first)",
+    response_class=StreamingResponse,
+)
+def api_samples_csv(
+    engine: EngineDep,
+    conn: ConnDep,
+    target: Annotated[str | None, Query(max_length=63)] = None,
+    mode: ModeQ = None,
+    status: StatusQ = None,
+    code: CodeQ = None,
+    range_: RangeQ = None,
+    from_: FromQ = None,
+    to: ToQ = None,
+) -> StreamingResponse:
+    window = parse_range(range_, from_, to)
+    f = SampleFilter(target, mode, status, code)
+    stream = samples_view.csv_stream(engine, conn, f, window.start, window.end)
+    name = f"connwatch-samples-{window.start:%Y%m%dT%H%M}-{window.end:%Y%m%dT%H%M}.csv"
+    return StreamingResponse(
+        stream,
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
 
 
 @router.get("/agents", summary="Every agent: heartbeat and self-monitoring counters")

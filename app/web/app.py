@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import __version__, migrate
 from app.credentials import Vault
-from app.web import api, metrics, pages, pages_admin, vendor
+from app.web import api, apidocs, metrics, pages, pages_admin, vendor
 from app.web.deps import STATIC_DIR, TEMPLATES_DIR, EngineDep, get_engine
 from app.web.render import make_templates
 from app.web.timerange import RangeError
@@ -62,6 +62,10 @@ def create_app(engine: Engine, *, vault: Vault | None = None) -> FastAPI:
         version=__version__,
         summary="Continuous connect/logon latency monitoring for Oracle and PostgreSQL",
         lifespan=lifespan,
+        # Swagger UI and ReDoc load their assets from a CDN: connwatch runs offline, so
+        # /docs is its own page rendered from the same OpenAPI schema (app/web/apidocs.py).
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.engine = engine
     app.state.vault = vault
@@ -108,5 +112,6 @@ def create_app(engine: Engine, *, vault: Vault | None = None) -> FastAPI:
     app.include_router(metrics.router)
     app.include_router(pages.router)
     app.include_router(pages_admin.router)
+    app.include_router(apidocs.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     return app

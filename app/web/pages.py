@@ -14,13 +14,16 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
+from app.web import samples_view
 from app.web.api import pick_modes
 from app.web.comparing import compare_view
 from app.web.deps import ConnDep, TemplatesDep
+from app.web.incidents_view import incidents
 from app.web.lookups import TargetInfo, load_target, load_targets
 from app.web.overview import build_rows, sparkline_svg
 from app.web.palette import mode_style
 from app.web.readers import overview_stats
+from app.web.samples_view import STATUS_CHOICES, SampleFilter
 from app.web.timerange import parse_range
 
 router = APIRouter(include_in_schema=False)
@@ -137,5 +140,84 @@ def compare_page(
             "phase": phase,
             "view": view,
             "api_query": urlencode(query),
+        },
+    )
+
+
+@router.get("/spikes", response_class=HTMLResponse)
+def spikes_page(
+    request: Request,
+    conn: ConnDep,
+    templates: TemplatesDep,
+    target: str | None = None,
+    phase: Literal["logon", "ping", "query", "logoff", "total"] = "logon",
+    factor: Annotated[float, Query(gt=1.0, le=100.0)] = 2.0,
+    range_: Annotated[str | None, Query(alias="range")] = None,
+    from_: Annotated[str | None, Query(alias="from")] = None,
+    to: str | None = None,
+) -> Response:
+    window = parse_range(range_, from_, to, default="7d")
+    all_targets = load_targets(conn)
+    chosen = [_target_or_404(conn, target)] if target else all_targets
+    view = incidents(
+        conn, chosen, window.start, window.end, phase=phase, factor=factor, with_samples=False
+    )
+    return templates.TemplateResponse(
+        request,
+        "spikes.html",
+        {
+            "title": "Spikes and outages",
+            "active": "Spikes",
+            "targets": all_targets,
+            "target": target,
+            "phase": phase,
+            "factor": factor,
+            "tr": window,
+            "base": _base_params(request),
+            "view": view,
+        },
+    )
+
+
+@router.get("/samples", response_class=HTMLResponse)
+def samples_page(
+    request: Request,
+    conn: ConnDep,
+    templates: TemplatesDep,
+    target: str | None = None,
+    mode: str | None = None,
+    status: Literal["", "ok", "error", "timeout", "skipped", "failed"] = "",
+    code: Annotated[str, Query(max_length=40)] = "",
+    range_: Annotated[str | None, Query(alias="range")] = None,
+    from_: Annotated[str | None, Query(alias="from")] = None,
+    to: str | None = None,
+    after: Annotated[str | None, Query(max_length=200)] = None,
+    order: Literal["newest", "oldest"] = "newest",
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> Response:
+    window = parse_range(range_, from_, to, default="1h")
+    f = SampleFilter(target or None, mode or None, status or None, code.strip() or None)
+    result = samples_view.page(
+        conn, f, window.start, window.end, after=after, limit=limit, newest_first=order == "newest"
+    )
+    base = {k: v for k, v in _base_params(request).items() if k != "after" and v}
+    csv_params = {k: v for k, v in base.items() if k not in ("order", "limit")}
+    targets = load_targets(conn)
+    return templates.TemplateResponse(
+        request,
+        "samples.html",
+        {
+            "title": "Samples",
+            "active": "Samples",
+            "targets": targets,
+            "modes": sorted({m.name for t in targets for m in t.modes}),
+            "f": f,
+            "status": status,
+            "order": order,
+            "tr": window,
+            "base": base,
+            "result": result,
+            "csv_query": urlencode(csv_params),
+            "statuses": STATUS_CHOICES,
         },
     )

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.engine import Connection
 
+from app.store.samples import read_samples
 from app.store.timeseries import Point, timeseries
 from app.web.lookups import ModeInfo, TargetInfo
 from app.web.overview import ModeStats
@@ -97,6 +98,36 @@ def overview_stats(
     return stats
 
 
+MAX_FAILED_SAMPLES = 2000
+
+
+def _failure_codes(
+    conn: Connection, mode: ModeInfo, probe: str, start: datetime, end: datetime, step: timedelta
+) -> dict[datetime, dict[str, int]]:
+    """Error codes per chart bucket, from the store's failed raw samples (newest 2000).
+
+    Failures are rare and indexed (a partial index), so this stays cheap; beyond the
+    raw horizon or the cap, markers keep their counts without codes.
+    """
+    ids = [s.id for s in mode.series if s.probe == probe]
+    if not ids:
+        return {}
+    page = read_samples(
+        conn,
+        series_ids=ids,
+        statuses=["error", "timeout"],
+        start=start,
+        end=end,
+        limit=MAX_FAILED_SAMPLES,
+    )
+    out: dict[datetime, dict[str, int]] = defaultdict(dict)
+    for s in page.samples:
+        bucket = start + ((s.scheduled_at - start) // step) * step
+        code = s.error_code or str(s.status)
+        out[bucket][code] = out[bucket].get(code, 0) + 1
+    return out
+
+
 def target_timeseries(
     conn: Connection,
     target: TargetInfo,
@@ -140,10 +171,13 @@ def target_timeseries(
                 errors=[p.n_error + p.n_timeout for p in pts],
             )
         )
+        codes = _failure_codes(conn, m, probe, res.start, res.end, res.step)
         for p in pts:
             failed = p.n_error + p.n_timeout
             if failed:
-                marks.append(ErrorMark(mode=m.name, t=p.bucket, count=failed, codes=[]))
+                found = codes.get(p.bucket, {})
+                listed = sorted(found, key=lambda c: -found[c])
+                marks.append(ErrorMark(mode=m.name, t=p.bucket, count=failed, codes=listed))
     return TimeseriesOut(
         target=target.name,
         probe=probe,

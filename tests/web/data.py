@@ -7,7 +7,10 @@ writes two hours of connping samples every 10 s ending now:
 - sales dedicated: logon 60 ms, ping 1.0 ms; shared: logon 42 ms, ping 1.2 ms;
   pooled: logon 45 ms, ping 1.1 ms; each sample varies by +-5 % deterministically;
 - sales shared fails with TNS-12520 for 3 samples 30 minutes ago;
-- hr dedicated: every sample of the last 10 minutes fails with ORA-12541 (down).
+- hr dedicated: every sample of the last 10 minutes fails with ORA-12541 (down);
+- sales dedicated spikes to 300 ms logon for the minute starting 50 minutes ago
+  (``spike_at``), and the same UTC hour 1, 2 and 3 weeks earlier has normal samples
+  (the store's spike baseline).
 
 The secret password of "sales" is ``SECRET_PW`` (it must never come back).
 """
@@ -64,6 +67,7 @@ class Seeded:
     now: datetime
     series: dict[tuple[str, str], int]  # (target, mode) -> connping series id
     errors_at: datetime
+    spike_at: datetime
 
 
 def _ok(sid: int, at: datetime, logon_ms: float, ping_ms: float, i: int) -> Sample:
@@ -115,7 +119,14 @@ def seed(engine: Engine, vault: Vault, *, hours: float = 2.0) -> Seeded:
     now = datetime.now(UTC).replace(microsecond=0)
     start = now - timedelta(hours=hours)
     errors_at = now - timedelta(minutes=30)
+    spike_at = (now - timedelta(minutes=50)).replace(second=0)
     samples: list[Sample] = []
+    ded = series[("sales", "dedicated")]
+    hour = spike_at.replace(minute=0)
+    for week in (1, 2, 3):
+        for i in range(60):
+            at = hour - timedelta(weeks=week) + timedelta(minutes=i)
+            samples.append(_ok(ded, at, LOGON_MS["dedicated"], PING_MS["dedicated"], i))
     n = int(hours * 360)
     for i in range(n):
         at = start + timedelta(seconds=10 * i)
@@ -123,6 +134,8 @@ def seed(engine: Engine, vault: Vault, *, hours: float = 2.0) -> Seeded:
             sid = series[("sales", mode)]
             if mode == "shared" and errors_at <= at < errors_at + timedelta(seconds=30):
                 samples.append(_fail(sid, at, "TNS-12520", ErrorClass.TNS))
+            elif mode == "dedicated" and spike_at <= at < spike_at + timedelta(minutes=1):
+                samples.append(_ok(sid, at, 300.0, PING_MS[mode], i))
             else:
                 samples.append(_ok(sid, at, LOGON_MS[mode], PING_MS[mode], i))
         hr = series[("hr", "dedicated")]
@@ -133,4 +146,4 @@ def seed(engine: Engine, vault: Vault, *, hours: float = 2.0) -> Seeded:
     with engine.begin() as conn:
         write_samples(conn, samples)
     roll_up_pending(engine)
-    return Seeded(now=now, series=series, errors_at=errors_at)
+    return Seeded(now=now, series=series, errors_at=errors_at, spike_at=spike_at)

@@ -101,3 +101,59 @@ def test_compare_page_draws_every_chart_and_says_it_in_words(
     sentence = page.locator("[data-sentence=shared]").inner_text()
     assert "faster than dedicated-server" in sentence
     assert page.console_errors == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/",
+        "/target/sales",
+        "/compare",
+        "/spikes?range=24h",
+        "/samples",
+        "/targets",
+        "/targets/new",
+        "/targets/sales/edit",
+        "/agents",
+        "/docs",
+    ],
+)
+def test_every_page_loads_without_console_errors(
+    live_server: LiveServer, data: Seeded, page: Any, path: str
+) -> None:
+    res = page.goto(live_server.url + path)
+    assert res.status == 200
+    page.wait_for_load_state("networkidle")
+    page.wait_for_function(
+        "[...document.querySelectorAll('[data-chart]')].every(el => el.dataset.state)"
+    )
+    assert SECRET_PW not in page.content()
+    assert page.console_errors == []
+
+
+def test_spike_links_to_the_raw_samples_around_it(
+    live_server: LiveServer, data: Seeded, page: Any
+) -> None:
+    page.goto(live_server.url + "/spikes?range=24h")
+    outage = page.locator("#outages tr", has_text="hr").first
+    outage.get_by_role("link", name="samples around it").click()
+    page.wait_for_selector("#samples-table")
+    assert "ORA-12541" in page.locator("#samples-table").inner_text()
+    assert page.locator("#samples-table tr[data-status=error]").count() > 0
+    assert page.locator("#samples-table tr[data-status=ok]").count() > 0  # the context before
+    assert page.console_errors == []
+
+
+def test_keyboard_reaches_the_navigation_and_the_range_picker(
+    live_server: LiveServer, data: Seeded, page: Any
+) -> None:
+    page.goto(live_server.url + "/target/sales?range=6h")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    page.keyboard.press("Enter")
+    focused = []
+    for _ in range(12):
+        page.keyboard.press("Tab")
+        focused.append(page.evaluate("document.activeElement.textContent.trim()"))
+    assert "24h" in focused
+    assert page.console_errors == []

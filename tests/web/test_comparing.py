@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 
 from app.store.compare import ModeStats
 from app.web.comparing import sentence, weighted_quantiles
 from tests.web.data import Seeded
+
+
+@pytest.fixture
+def client(seeded_env: tuple[TestClient, Seeded]) -> TestClient:
+    return seeded_env[0]
+
+
+@pytest.fixture
+def seeded(seeded_env: tuple[TestClient, Seeded]) -> Seeded:
+    return seeded_env[1]
 
 
 def _stats(kind: str, ratio: float, lo: float, hi: float, significant: bool) -> ModeStats:

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 
 from tests.web.data import SECRET_PW, Seeded
 
 HTML = {"Accept": "text/html"}
+
+
+@pytest.fixture
+def client(seeded_env: tuple[TestClient, Seeded]) -> TestClient:
+    return seeded_env[0]
+
+
+@pytest.fixture
+def seeded(seeded_env: tuple[TestClient, Seeded]) -> Seeded:
+    return seeded_env[1]
 
 
 def test_overview_lists_every_target_mode_worst_first(client: TestClient, seeded: Seeded) -> None:
