@@ -127,7 +127,12 @@ class ControlServer:
                 raise HttpError(404, f"no fault {parts[1]}")
             return 200, {"removed": int(parts[1])}
         if parts in (["listener", "down"], ["listener", "up"]) and method == "POST":
-            await (sim.listener_down() if parts[1] == "down" else sim.listener_up())
+            duration = (self.json_body(body) if body else {}).get("duration_s")
+            if duration is not None and (
+                isinstance(duration, bool) or not isinstance(duration, int | float)
+            ):
+                raise HttpError(400, "duration_s must be a number")
+            await (sim.listener_down(duration) if parts[1] == "down" else sim.listener_up())
             return 200, {"listening": sim.listening}
         if parts == ["sessions"] and method == "GET":
             return 200, sim.sessions()

@@ -93,8 +93,8 @@ class SimulatorThread:
     def kill_session(self, sid: int, code: int = 2396) -> bool:
         return bool(self._sync(self.sim.kill_session, sid, code))
 
-    def listener_down(self) -> None:
-        self.call(self.sim.listener_down())
+    def listener_down(self, duration_s: float | None = None) -> None:
+        self.call(self.sim.listener_down(duration_s))
 
     def listener_up(self) -> None:
         self.call(self.sim.listener_up())

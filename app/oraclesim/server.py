@@ -74,8 +74,12 @@ class Simulator:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    async def listener_down(self) -> None:
-        """Stop accepting new connections (clients get 'connection refused')."""
+    async def listener_down(self, duration_s: float | None = None) -> None:
+        """Stop accepting new connections (clients get 'connection refused'); established
+        sessions go on. With duration_s the listener comes back by itself."""
+        if duration_s is not None and duration_s > 0:
+            loop = asyncio.get_running_loop()
+            loop.call_later(duration_s, lambda: loop.create_task(self.listener_up()))
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed() if not self._tasks else None

@@ -14,7 +14,7 @@ import pytest
 
 from app.oraclesim.control import ControlServer
 
-from ._driver import cause_code, code, connect
+from ._driver import cause_code, code, connect, eventually
 
 
 @pytest.fixture
@@ -109,3 +109,9 @@ def test_listener_down_up_sessions_kill_views_ground_truth(api, oraclesim):
     last = oraclesim.ground_truth()[-1]["conn_id"]
     assert api("GET", f"/ground-truth?since={last - 1}")[1][0]["conn_id"] == last
     assert api("GET", "/ground-truth?since=x")[0] == 400
+
+
+def test_listener_down_with_a_duration(api, oraclesim):
+    assert api("POST", "/listener/down", {"duration_s": "x"})[0] == 400
+    assert api("POST", "/listener/down", {"duration_s": 0.2}) == (200, {"listening": False})
+    assert eventually(lambda: oraclesim.sim.listening, timeout=3)

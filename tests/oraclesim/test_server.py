@@ -137,3 +137,12 @@ def test_listener_down_refuses_tcp_and_up_serves_again(oraclesim):
     oraclesim.listener_up()
     with connect(oraclesim) as conn:
         conn.ping()
+
+
+def test_listener_down_for_a_while_comes_back_by_itself(oraclesim):
+    oraclesim.listener_down(duration_s=0.2)
+    with pytest.raises(oracledb.OperationalError):
+        connect(oraclesim)
+    time.sleep(0.35)
+    with connect(oraclesim) as conn:
+        conn.ping()
