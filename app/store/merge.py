@@ -8,6 +8,10 @@ either raw sample columns (``raw=True``: ``status``, ``error_class``,
 ``<phase>_n/_min/_max/_sum/_hi/_hc``). The result has the keys and the rollup
 columns (see :mod:`app.store.layout`), percentiles included. Timings are only
 taken from samples whose status is ``ok``.
+
+Raw input is aggregated in one pass with exact percentiles; rollup input is merged
+by adding histogram counts per bucket index and reading percentiles off the
+cumulative counts (nearest rank), clamped to the exact min/max.
 """
 
 from __future__ import annotations
@@ -32,67 +36,27 @@ def merged_sql(
     """``WITH ... SELECT`` producing one merged row per distinct ``keys``."""
     if not keys:
         raise ValueError("merged_sql needs at least one grouping key")
+    if raw:
+        return _raw_sql(src, keys, phases, errors)
     k = ", ".join(keys)
     ctes = [f"src as materialized ({src})"]
-
-    base_cols: list[str] = []
-    if raw:
-        base_cols += [
-            "count(*)::int as n",
-            "(count(*) filter (where status = 'ok'))::int as n_ok",
-            "(count(*) filter (where status = 'error'))::int as n_error",
-            "(count(*) filter (where status = 'timeout'))::int as n_timeout",
-            "(count(*) filter (where status = 'skipped'))::int as n_skipped",
-        ]
-        for p in phases:
-            ok = "filter (where status = 'ok')"
-            base_cols += [
-                f"nullif(count({p}_ns) {ok}, 0)::int as {p}_n",
-                f"min({p}_ns) {ok} as {p}_min",
-                f"max({p}_ns) {ok} as {p}_max",
-                f"(sum({p}_ns) {ok})::bigint as {p}_sum",
-            ]
-    else:
-        base_cols += [f"sum({c})::int as {c}" for c in ("n", "n_ok", "n_error", "n_timeout")]
-        base_cols += ["sum(n_skipped)::int as n_skipped"]
-        for p in phases:
-            base_cols += [
-                f"sum({p}_n)::int as {p}_n",
-                f"min({p}_min) as {p}_min",
-                f"max({p}_max) as {p}_max",
-                f"sum({p}_sum)::bigint as {p}_sum",
-            ]
-    ctes.append(f"base as (select {k}, {', '.join(base_cols)} from src group by {k})")
-
-    if errors:
-        for col in ("err_class", "err_code"):
-            if raw:
-                field = "error_class" if col == "err_class" else "error_code"
-                inner = (
-                    f"select {k}, {field}::text as ek, count(*)::int as ev from src "
-                    f"where {field} is not null and status <> 'ok' group by {k}, {field}"
-                )
-            else:
-                inner = (
-                    f"select {k}, e.key as ek, sum(e.value::int)::int as ev "
-                    f"from src, jsonb_each_text(src.{col}) e group by {k}, e.key"
-                )
-            ctes.append(
-                f"{col} as (select {k}, jsonb_object_agg(ek, ev) as {col} "
-                f"from ({inner}) x group by {k})"
-            )
-
+    base_cols = [f"sum({c})::int as {c}" for c in ("n", "n_ok", "n_error", "n_timeout")]
+    base_cols += ["sum(n_skipped)::int as n_skipped"]
     for p in phases:
-        if raw:
-            entries = (
-                f"select {k}, {SQL_INDEX.format(v=p + '_ns')} as i, 1 as c from src "
-                f"where status = 'ok' and {p}_ns is not null"
-            )
-        else:
-            entries = (
-                f"select {k}, u.i, u.c from src, unnest(src.{p}_hi, src.{p}_hc) as u(i, c) "
-                f"where src.{p}_hi is not null"
-            )
+        base_cols += [
+            f"sum({p}_n)::int as {p}_n",
+            f"min({p}_min) as {p}_min",
+            f"max({p}_max) as {p}_max",
+            f"sum({p}_sum)::bigint as {p}_sum",
+        ]
+    ctes.append(f"base as (select {k}, {', '.join(base_cols)} from src group by {k})")
+    if errors:
+        ctes += [_error_cte(col, k, raw=False) for col in ("err_class", "err_code")]
+    for p in phases:
+        entries = (
+            f"select {k}, u.i, u.c from src, unnest(src.{p}_hi, src.{p}_hc) as u(i, c) "
+            f"where src.{p}_hi is not null"
+        )
         ctes.append(
             f"h_{p} as (select {k}, i, sum(c)::int as c from ({entries}) e group by {k}, i)"
         )
@@ -122,4 +86,68 @@ def merged_sql(
         if hist:
             out += [f"q_{p}.hi::smallint[] as {p}_hi", f"q_{p}.hc as {p}_hc"]
         joins.append(f"left join q_{p} using ({k})")
+    return "with " + ",\n".join(ctes) + f"\nselect {', '.join(out)}\nfrom base {' '.join(joins)}"
+
+
+def _error_cte(col: str, k: str, *, raw: bool) -> str:
+    if raw:
+        field = "error_class" if col == "err_class" else "error_code"
+        inner = (
+            f"select {k}, {field}::text as ek, count(*)::int as ev from src "
+            f"where {field} is not null and status <> 'ok' group by {k}, {field}"
+        )
+    else:
+        inner = (
+            f"select {k}, e.key as ek, sum(e.value::int)::int as ev "
+            f"from src, jsonb_each_text(src.{col}) e group by {k}, e.key"
+        )
+    return f"{col} as (select {k}, jsonb_object_agg(ek, ev) as {col} from ({inner}) x group by {k})"
+
+
+def _raw_sql(src: str, keys: Sequence[str], phases: Sequence[str], errors: bool) -> str:
+    """Raw samples -> rollup rows in one aggregation pass.
+
+    Percentiles of a row built from raw samples are exact (``percentile_disc``). Its
+    histogram lists one bucket index per sample (sorted; repeats allowed, counts 1):
+    merging adds counts per index, so repeats cost a few bytes and nothing else.
+    """
+    k = ", ".join(keys)
+    ok = "filter (where status = 'ok')"
+    cols = [
+        "count(*)::int as n",
+        f"(count(*) {ok})::int as n_ok",
+        "(count(*) filter (where status = 'error'))::int as n_error",
+        "(count(*) filter (where status = 'timeout'))::int as n_timeout",
+        "(count(*) filter (where status = 'skipped'))::int as n_skipped",
+    ]
+    for p in phases:
+        v = f"{p}_ns"
+        cols += [
+            f"nullif(count({v}) {ok}, 0)::int as {p}_n",
+            f"min({v}) {ok} as {p}_min",
+            f"max({v}) {ok} as {p}_max",
+            f"(sum({v}) {ok})::bigint as {p}_sum",
+            f"percentile_disc(array[0.5, 0.95, 0.99]) within group (order by {v}) {ok} as {p}_q",
+            f"array_agg({SQL_INDEX.format(v=v)} order by {v}) "
+            f"filter (where status = 'ok' and {v} is not null) as {p}_hi",
+        ]
+    ctes = [
+        f"src as materialized ({src})",
+        f"base as (select {k}, {', '.join(cols)} from src group by {k})",
+    ]
+    if errors:
+        ctes += [_error_cte(col, k, raw=True) for col in ("err_class", "err_code")]
+    out = [f"base.{key}" for key in keys]
+    out += [f"base.{c}" for c in ("n", "n_ok", "n_error", "n_timeout", "n_skipped")]
+    joins = []
+    if errors:
+        out += ["err_class.err_class", "err_code.err_code"]
+        joins += [f"left join err_class using ({k})", f"left join err_code using ({k})"]
+    for p in phases:
+        out += [f"base.{p}_n", f"base.{p}_min", f"base.{p}_max", f"base.{p}_sum"]
+        out += [f"base.{p}_q[{j}]::real as {p}_{name}" for j, name in enumerate(_Q, 1)]
+        out += [
+            f"base.{p}_hi::smallint[] as {p}_hi",
+            f"case when base.{p}_n > 0 then array_fill(1, array[base.{p}_n]) end as {p}_hc",
+        ]
     return "with " + ",\n".join(ctes) + f"\nselect {', '.join(out)}\nfrom base {' '.join(joins)}"
