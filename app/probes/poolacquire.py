@@ -13,6 +13,9 @@ per series and, each run, times:
 - ``query_ns``: ``select 1 from dual`` on the acquired connection (the request);
 - ``extra["release_ns"]``: giving it back (local, except the one-way DRCP release).
 
+After the query, an untimed ``sys_context`` query reads the session's SID and
+server type (as connping does).
+
 The first run creates the pool (``extra["pool_created"]``; that run's acquire
 includes the first logon). Every sample carries the pool settings in
 ``extra["pool"]``. Oracle only: for PostgreSQL, pgbouncer is the pooling
@@ -90,16 +93,15 @@ class PoolAcquire(Probe):
         with ctx.timed("acquire", "acquire_ns"):
             conn = await pool.acquire()
         token = ctx.defer(lambda: pool.release(conn))
-        r.server_type = (
-            str(self.endpoint.server_type).upper() if self.endpoint.server_type else None
-        )
-        r.sid = conn.session_id
         r.serial = conn.serial_num
         r.instance = conn.instance_name
         r.service = conn.service_name
         with ctx.timed("query", "query_ns"), conn.cursor() as cur:
             await cur.execute(oracle.QUERY_SQL)
             await cur.fetchone()
+        ctx.phase = "info"
+        info = await oracle.OracleSession(conn, None).info()
+        r.sid, r.server_type = info.sid, info.server_type
         ctx.phase = "release"
         t0 = time.perf_counter_ns()
         await pool.release(conn)

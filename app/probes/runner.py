@@ -3,15 +3,19 @@
 ``total_ns`` covers the call of the probe's ``run`` until it returned, raised or
 was cut by the deadline (it excludes the bounded cleanup that follows a failure).
 
-The deadline is an ``asyncio.timeout`` around the whole run. It is the only
-thing that stops python-oracledb's thin ``connect_async`` on a listener that
-accepts TCP and never answers (``tcp_connect_timeout`` covers only the TCP
-handshake and ``call_timeout`` does not apply during logon). Cancelling the
-connect task makes python-oracledb close its half-open socket (checked by
-``tests/probes/test_runner.py``); connections a probe had already opened are
-closed by the cleanups it registered with :meth:`ProbeContext.defer`, each
-bounded by a short grace so a dead server cannot keep the runner past
-``deadline + 5 %``.
+The probe runs in its own task and the runner waits for it at most the
+deadline. That is the only thing that stops python-oracledb's thin
+``connect_async`` on a listener that accepts TCP and never answers
+(``tcp_connect_timeout`` covers only the TCP handshake and ``call_timeout`` does
+not apply during logon). At the deadline the task is cancelled, repeatedly (a
+cancelled python-oracledb call first sends a BREAK and waits for the server's
+RESET, which a hung server never sends; the next cancellation ends that wait).
+Cancelling a connect makes python-oracledb close its half-open socket (checked
+by ``tests/probes/test_runner.py``); connections a probe had already opened are
+closed by the cleanups it registered with :meth:`ProbeContext.defer` and by its
+``reset``, all within a grace of 5 % of the deadline (at most 1 s), so a dead
+server cannot keep the runner past ``deadline + 5 %``. A task that outlives its
+grace is kept referenced (``_ABANDONED``) until it ends, never awaited.
 """
 
 from __future__ import annotations
@@ -27,24 +31,59 @@ from app.samples import ErrorClass, Sample, SampleStatus
 # Cleanup after a failure gets this share of the deadline (at most MAX_GRACE_S).
 GRACE_SHARE = 0.05
 MAX_GRACE_S = 1.0
+# Cancel a stuck task at least this often, even when the grace is used up (each
+# round lets the task run once; python-oracledb needs two to give up a call).
+MIN_CANCEL_ROUNDS = 3
 
 
 def _grace(deadline_s: float) -> float:
     return min(MAX_GRACE_S, deadline_s * GRACE_SHARE)
 
 
-async def _bounded(coro_factories: list[Cleanup], budget_s: float) -> None:
+# Tasks that ignored cancellation past their grace (see _finish); kept referenced so they
+# are neither garbage-collected mid-flight nor reported as "never retrieved".
+_ABANDONED: set[asyncio.Task[None]] = set()
+
+
+def _forget(task: asyncio.Task[None]) -> None:
+    _ABANDONED.discard(task)
+    if not task.cancelled():
+        task.exception()  # retrieved: an abandoned run's late error is of no interest
+
+
+async def _finish(task: asyncio.Task[None], budget_s: float) -> bool:
+    """Cancel ``task`` and keep cancelling it until it ends or ``budget_s`` runs out.
+
+    One cancellation is not always enough: python-oracledb answers a cancelled call
+    by sending a BREAK and awaiting the server's RESET, which a hung server never
+    sends; a second cancellation interrupts that wait. Returns True if the task ended.
+    """
+    end = time.monotonic() + budget_s
+    rounds = 0
+    while not task.done():
+        left = end - time.monotonic()
+        if left <= 0 and rounds >= MIN_CANCEL_ROUNDS:
+            _ABANDONED.add(task)
+            task.add_done_callback(_forget)
+            return False
+        task.cancel()
+        rounds += 1
+        await asyncio.wait({task}, timeout=min(max(left, 0.001), 0.01))
+    if not task.cancelled():
+        task.exception()
+    return True
+
+
+async def _bounded(cleanups: list[Cleanup], budget_s: float) -> None:
     """Run cleanups one after another within ``budget_s`` seconds in total."""
     end = time.monotonic() + budget_s
-    for factory in coro_factories:
+    for cleanup in cleanups:
         left = end - time.monotonic()
         if left <= 0:
             return
-        try:
-            async with asyncio.timeout(left):
-                await factory()
-        except Exception:
-            continue  # the connection is being abandoned anyway
+        task: asyncio.Task[None] = asyncio.ensure_future(cleanup())
+        await asyncio.wait({task}, timeout=left / 2)
+        await _finish(task, max(0.0, end - time.monotonic()))
 
 
 async def run_once(
@@ -65,31 +104,33 @@ async def run_once(
     error_message: str | None = None
     error_phase: str | None = None
     t0 = time.perf_counter_ns()
-    cm = asyncio.timeout(deadline)
+    task: asyncio.Task[None] = asyncio.ensure_future(probe.run(ctx))
     try:
-        async with cm:
-            await probe.run(ctx)
-        total = time.perf_counter_ns() - t0
-    except TimeoutError as exc:
-        total = time.perf_counter_ns() - t0
+        await asyncio.wait({task}, timeout=deadline)
+    except asyncio.CancelledError:  # our caller gives up: take the probe run down with us
+        await _finish(task, _grace(deadline))
+        raise
+    total = time.perf_counter_ns() - t0
+    if not task.done():
         error_phase = ctx.where()
-        if cm.expired():
-            status, error_class, error_code = SampleStatus.TIMEOUT, ErrorClass.TIMEOUT, "TIMEOUT"
-            error_message = f"deadline of {deadline:g} s exceeded during {error_phase}"
-        else:  # a timeout the driver itself raised
-            status = SampleStatus.ERROR
-            found = classify(exc, probe.secrets())
-            error_class, error_code, error_message = found.error_class, found.code, found.message
-    except Exception as exc:
-        total = time.perf_counter_ns() - t0
+        status, error_class, error_code = SampleStatus.TIMEOUT, ErrorClass.TIMEOUT, "TIMEOUT"
+        error_message = f"deadline of {deadline:g} s exceeded during {error_phase}"
+        await _finish(task, _grace(deadline) / 2)
+    elif task.cancelled():
+        raise asyncio.CancelledError()
+    elif (exc := task.exception()) is not None:
+        if not isinstance(exc, Exception):
+            raise exc
         status, error_phase = SampleStatus.ERROR, ctx.where()
         found = classify(exc, probe.secrets())
         error_class, error_code, error_message = found.error_class, found.code, found.message
     pending = ctx.pending_cleanups()
-    if status is not SampleStatus.OK:
+    if status is SampleStatus.TIMEOUT:
+        await _bounded([*pending, probe.reset], _grace(deadline) / 2)
+    elif status is not SampleStatus.OK:
         await _bounded([*pending, probe.reset], _grace(deadline))
     elif pending:
-        await _bounded(list(pending), _grace(deadline))
+        await _bounded(pending, _grace(deadline))
     r = ctx.result
     return Sample(
         series_id=spec.series_id,

@@ -11,7 +11,7 @@ from app.pgcluster import PgCluster
 from app.probes.base import Probe
 from app.probes.registry import create_probe
 from app.probes.runner import run_once
-from app.probes.spec import PgRoute, PostgresEndpoint, ProbeSpec
+from app.probes.spec import OracleEndpoint, PgRoute, PostgresEndpoint, ProbeSpec
 from app.samples import Sample
 from tests.fixtures.pgbouncer import PgBouncers
 
@@ -74,3 +74,16 @@ def run_with(probe_factory: Callable[[], Probe], runs: int = 1) -> list[Sample]:
             await probe.close()
 
     return asyncio.run(go())
+
+
+MODES = ("dedicated", "shared", "pooled")
+
+
+def oracle_endpoint(
+    sim: object, mode: str = "dedicated", service: str = "FREEPDB1", **kw: object
+) -> OracleEndpoint:
+    """scott/tiger on the test simulator in one mode (DRCP gets a connection class)."""
+    dsn = sim.dsn(service, mode)  # type: ignore[attr-defined]
+    if mode == "pooled":
+        kw.setdefault("cclass", "CONNWATCH")
+    return OracleEndpoint(dsn, "scott", "tiger", **kw)  # type: ignore[arg-type]

@@ -216,3 +216,70 @@ def test_sweep_table(pg_cluster: PgCluster) -> None:
     ]
     assert "6/" not in res.stdout  # the progress bar goes to stderr
     assert "9/9" in res.stderr
+
+
+def test_connping_against_oracle_every_mode(oraclesim: object) -> None:
+    host, port = oraclesim.host, oraclesim.port  # type: ignore[attr-defined]
+    for mode in ("dedicated", "shared", "pooled"):
+        res = _run(
+            "connping",
+            "-l",
+            f"scott/tiger@{host}:{port}/FREEPDB1:{mode}",
+            "--period=0.6",
+            "--interval=0.2",
+            "--phases",
+        )
+        assert res.returncode == 0, res.stderr
+        lines = res.stdout.splitlines()
+        assert len(lines) == 2 + 3
+        for line in lines[:2]:
+            main, _, phases = line.partition(", phases: ")
+            assert CONNPING_LINE.match(main), line
+            assert ", inst#=1, " in main
+            assert phases.startswith("tcp_connect=") and phases.endswith("round_trips=5")
+
+
+def test_ociping_against_oracle(oraclesim: object) -> None:
+    host, port = oraclesim.host, oraclesim.port  # type: ignore[attr-defined]
+    res = _run(
+        "ociping",
+        "-l",
+        f"scott/tiger@{host}:{port}/FREEPDB1",
+        "--period=0.6",
+        "--interval=0.2",
+        "--utctime",
+    )
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert len(lines) == 4
+    assert all(
+        re.match(r"^\d+\.\d{3} \d{4}\.\d\d\.\d\d\.\d\d:\d\d:\d\d\.\d\d$", x) for x in lines[:3]
+    )
+    assert OCIPING_SUMMARY.match(lines[3])
+
+
+def test_connping_bad_password_exits_1(oraclesim: object) -> None:
+    host, port = oraclesim.host, oraclesim.port  # type: ignore[attr-defined]
+    res = _run("connping", "-l", f"scott/wrongpw@{host}:{port}/FREEPDB1", "--period=1")
+    assert res.returncode == 1
+    assert res.stderr.startswith("connping: ORA-01017 during logon:auth2:")
+    assert "wrongpw" not in res.stderr
+
+
+def test_sweep_oracle_modes_table(oraclesim: object) -> None:
+    host, port = oraclesim.host, oraclesim.port  # type: ignore[attr-defined]
+    res = _run(
+        "sweep",
+        "-l",
+        f"scott/tiger@{host}:{port}/FREEPDB1",
+        "--levels=1,2",
+        "--logons=2",
+        "--cclass=CW",
+    )
+    assert res.returncode == 0, res.stderr
+    rows = [x.split()[:4] for x in res.stdout.splitlines()[2:8]]
+    assert rows == [
+        [m, lv, str(2 * int(lv)), "0"]
+        for m in ("dedicated", "shared", "pooled")
+        for lv in ("1", "2")
+    ]
