@@ -8,6 +8,7 @@ traceback.
 from __future__ import annotations
 
 import errno
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -135,7 +136,15 @@ def _run_web(settings: Settings, host: str | None, port: int | None, *, with_age
 
         service.attach(app, engine, settings)
     typer.echo(f"connwatch {__version__}: dashboard at http://{host}:{port}/")
+    # uvicorn shuts down gracefully on SIGTERM and then re-raises it; make that re-raise
+    # an orderly exit so context managers and atexit hooks (embedded PostgreSQL,
+    # simulators, pgbouncer) stop what they started.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     uvicorn.run(app, host=host, port=port, log_config=None, lifespan="on")
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 @cli.command()
@@ -179,22 +188,12 @@ from app.oraclesim.cli import simulate as _simulate  # noqa: E402
 cli.command("simulate")(_simulate)
 
 
-@cli.command()
-def connping() -> None:
-    """rwloadsim-style connping: a fresh logon, ping and query every interval."""
-    raise CliError("'connping' is not yet available")
+from app.probes import commands as _probe_commands  # noqa: E402
 
-
-@cli.command()
-def ociping() -> None:
-    """rwloadsim-style ociping: one logon, then a ping every interval."""
-    raise CliError("'ociping' is not yet available")
-
-
-@cli.command()
-def sweep() -> None:
-    """Concurrent logon sweep: 1..N parallel logon loops per mode (seed 000)."""
-    raise CliError("'sweep' is not yet available")
+# rwloadsim-style ad-hoc commands (options and output formats: app/probes/commands.py)
+cli.command("connping")(_probe_commands.connping)
+cli.command("ociping")(_probe_commands.ociping)
+cli.command("sweep")(_probe_commands.sweep)
 
 
 @cli.command("import-connping")

@@ -1,15 +1,235 @@
-"""``connwatch demo``: everything on one machine with no external services.
+"""``connwatch demo``: the whole product on one machine with no external services.
 
-Starts (or joins) the embedded PostgreSQL, migrates it, and serves the dashboard.
-Simulated Oracle databases and demo targets join here as those parts land.
+1. the embedded PostgreSQL store (``<data_dir>/pg``), migrated;
+2. two simulated Oracle databases (the built-in Oracle Net simulator, latency
+   model on): ``sales`` and ``hr``, each offering dedicated, shared and pooled;
+3. a local PostgreSQL target (``<data_dir>/demo-pg``: TCP and unix socket) and,
+   when Debian's pgbouncer is installed, pgbouncer in session and transaction mode;
+4. demo targets for all of them (imported like any targets file; upserted by name);
+5. optionally a year of synthetic history (``--history``);
+6. the agent and the dashboard in this process, until Ctrl-C, then everything stops.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import typer
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
 from app.config import Settings
+from app.credentials import Vault
+from app.targets import TargetsFile, dump_yaml, import_targets, parse_targets
+
+log = logging.getLogger(__name__)
+
+DEMO_USER, DEMO_PASSWORD = "scott", "tiger"
+
+
+@dataclass
+class DemoOracle:
+    name: str
+    instance: str
+    preferred_port: int
+    port: int = 0
+
+
+@dataclass
+class DemoPostgres:
+    port: int
+    socket_dir: str
+    user: str
+    bouncers: dict[str, int]
+
+
+def _port_or_free(preferred: int) -> int:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", preferred))
+            return preferred
+        except OSError:
+            s.bind(("127.0.0.1", 0))
+            port: int = s.getsockname()[1]
+            return port
+
+
+def demo_document(oracles: list[DemoOracle], pg: DemoPostgres | None) -> dict[str, Any]:
+    """The demo's targets file (a plain targets document)."""
+    docs: list[dict[str, Any]] = []
+    for db in oracles:
+        docs.append(
+            {
+                "name": f"{db.name}-sim",
+                "kind": "oracle",
+                "description": f"simulated Oracle database {db.instance} (connwatch simulate)",
+                "dsn": f"127.0.0.1:{db.port}/FREEPDB1",
+                "username": DEMO_USER,
+                "password": DEMO_PASSWORD,
+                "labels": {"demo": "true"},
+                "modes": [
+                    {
+                        "name": "dedicated",
+                        "probes": [
+                            {"probe": "connping", "interval": "5s", "timeout": "4s"},
+                            {"probe": "sessionping", "interval": "2s", "timeout": "1s"},
+                            {"probe": "commit", "interval": "30s", "timeout": "5s"},
+                        ],
+                    },
+                    {"name": "shared", "probes": [{"probe": "connping", "interval": "5s"}]},
+                    {
+                        "name": "pooled",
+                        "params": {"cclass": "CONNWATCH", "purity": "self"},
+                        "probes": [
+                            {"probe": "connping", "interval": "5s", "timeout": "4s"},
+                            {
+                                "probe": "poolacquire",
+                                "interval": "15s",
+                                "timeout": "5s",
+                                "params": {"validation": "foreground"},
+                            },
+                        ],
+                    },
+                ],
+            }
+        )
+    if pg is not None:
+        modes: list[dict[str, Any]] = [
+            {"name": "direct", "probes": [{"probe": "connping", "interval": "5s"}]},
+            {
+                "name": "unix",
+                "transport": "unix",
+                "params": {"host": pg.socket_dir},
+                "probes": [{"probe": "connping", "interval": "5s"}],
+            },
+        ]
+        for pool_mode, port in pg.bouncers.items():
+            modes.append(
+                {
+                    "name": f"pgbouncer_{pool_mode}",
+                    "params": {"host": "127.0.0.1", "port": port},
+                    "probes": [{"probe": "connping", "interval": "5s"}],
+                }
+            )
+        docs.append(
+            {
+                "name": "local-pg",
+                "kind": "postgres",
+                "description": "the demo's local PostgreSQL",
+                "dsn": f"127.0.0.1:{pg.port}/postgres",
+                "username": pg.user,
+                "labels": {"demo": "true"},
+                "modes": modes,
+            }
+        )
+    return {"targets": docs}
+
+
+@contextlib.contextmanager
+def _simulators(oracles: list[DemoOracle]) -> Iterator[None]:
+    from app.oraclesim import SimConfig
+    from app.oraclesim.runner import SimulatorThread
+
+    threads = []
+    try:
+        for db in oracles:
+            cfg = SimConfig.default()
+            cfg.instance_name = db.instance
+            cfg.db_name = db.name.upper()
+            cfg.server_host = f"{db.name}-db01"
+            port = _port_or_free(db.preferred_port)
+            sim = SimulatorThread(cfg, port=port).start()
+            threads.append(sim)
+            db.port = sim.port
+            typer.echo(f"  simulated Oracle '{db.name}' on 127.0.0.1:{db.port} (FREEPDB1)")
+        yield
+    finally:
+        for sim in threads:
+            with contextlib.suppress(Exception):
+                sim.stop()
+
+
+@contextlib.contextmanager
+def _local_postgres(data_dir: Path) -> Iterator[DemoPostgres | None]:
+    from app.pgbouncer import PgBouncer, PgBouncerError, find_pgbouncer
+    from app.pgcluster import PgCluster, PgClusterError
+
+    base = data_dir / "demo-pg"
+    try:
+        cluster = PgCluster(base)
+        cluster.init()
+        cluster.start()
+    except (PgClusterError, OSError) as exc:
+        typer.echo(f"  local PostgreSQL target skipped: {exc}", err=True)
+        yield None
+        return
+    bouncers: list[PgBouncer] = []
+    try:
+        typer.echo(f"  local PostgreSQL on 127.0.0.1:{cluster.port} and {cluster.socket_dir}")
+        if find_pgbouncer():
+            for pool_mode in ("session", "transaction"):
+                b = PgBouncer(base / "pgbouncer", pool_mode, "127.0.0.1", cluster.port, "postgres")
+                try:
+                    b.start()
+                    bouncers.append(b)
+                    typer.echo(f"  pgbouncer ({pool_mode} pooling) on 127.0.0.1:{b.port}")
+                except (PgBouncerError, OSError) as exc:
+                    typer.echo(f"  pgbouncer ({pool_mode}) skipped: {exc}", err=True)
+        else:
+            typer.echo("  pgbouncer not installed: its modes are left out")
+        yield DemoPostgres(
+            cluster.port,
+            str(cluster.socket_dir),
+            cluster.user,
+            {b.pool_mode: b.port for b in bouncers},
+        )
+    finally:
+        for b in bouncers:
+            b.stop()
+        cluster.stop()
+
+
+def load_demo_targets(engine: Engine, settings: Settings, doc: TargetsFile) -> None:
+    vault = Vault.from_settings(settings)
+    with engine.begin() as conn:
+        import_targets(conn, doc, vault)
+
+
+def load_history(engine: Engine) -> None:
+    from app.store import synthetic
+
+    with engine.connect() as conn:
+        done = conn.execute(
+            text("select count(*) from targets where name like 'history-%'")
+        ).scalar_one()
+    if done:
+        typer.echo("  synthetic history already loaded")
+        return
+    typer.echo("  loading a year of synthetic history (a few minutes on 2 cores)...")
+    synthetic.generate(engine, series=12, days=35, rollup_days=365, interval_s=60, prefix="history")
+    with engine.begin() as conn:
+        # history only: nobody should probe these made-up hosts
+        conn.execute(text("update targets set enabled = false where name like 'history-%'"))
 
 
 def run(settings: Settings, *, host: str | None, port: int | None, history: bool) -> None:
-    from app.cli import _run_web
+    from app.cli import _run_web, open_store
 
-    _run_web(settings, host, port, with_agent=True)
+    typer.echo("connwatch demo: starting")
+    engine = open_store(settings, migrate_to_head=True)
+    oracles = [DemoOracle("sales", "SALES1", 1521), DemoOracle("hr", "HR1", 1522)]
+    with _simulators(oracles), _local_postgres(settings.data_dir) as pg:
+        raw = demo_document(oracles, pg)
+        doc = parse_targets(dump_yaml(raw), "<demo targets>")
+        load_demo_targets(engine, settings, doc)
+        typer.echo(f"  {len(doc.targets)} demo targets loaded")
+        if history:
+            load_history(engine)
+        engine.dispose()
+        _run_web(settings, host, port, with_agent=True)

@@ -32,3 +32,6 @@ def setup_logging(level: str = "INFO", fmt: str = "text") -> None:
     root.setLevel(level)
     # uvicorn's access log is noisy at INFO for a dashboard that refreshes itself
     logging.getLogger("uvicorn.access").setLevel(max(logging.WARNING, root.level))
+    # migrations and the embedded server narrate every step at INFO
+    for name in ("alembic", "pgserver"):
+        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))

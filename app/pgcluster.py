@@ -91,7 +91,7 @@ class PgCluster:
         if self._as_root:
             shutil.chown(self.datadir, _service_user(), _service_user())
             shutil.chown(self.socket_dir, _service_user(), _service_user())
-            self.datadir.parent.chmod(self.datadir.parent.stat().st_mode | 0o711)
+            _allow_traverse(self.datadir.parent)
         if (self.datadir / "pgdata" / "PG_VERSION").exists():
             return
         res = self._run(
@@ -151,6 +151,14 @@ class PgCluster:
 
         with psycopg.connect(self.dsn(), autocommit=True) as conn:
             conn.execute(f'create database "{name}"')
+
+
+def _allow_traverse(path: Path) -> None:
+    """Let the unprivileged server account reach ``path`` (o+x on it and every ancestor)."""
+    for p in [path, *path.parents]:
+        mode = p.stat().st_mode
+        if not mode & 0o001:
+            p.chmod(mode | 0o001)
 
 
 def _service_user() -> str:
