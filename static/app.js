@@ -304,7 +304,7 @@ CW.initTestNow = () => {
     if (res.ok) {
       const r = await res.json();
       out.dataset.status = r.status;
-      if (r.status === "done" || r.status === "failed") {
+      if (r.status === "done" || r.status === "error") {
         CW.renderProbeResult(out, r);
         return;
       }
@@ -319,11 +319,13 @@ CW.initTestNow = () => {
 CW.renderProbeResult = (out, r) => {
   const msg = out.querySelector("[data-msg]");
   const res = r.result || {};
-  if (r.status === "failed" || (res.status && res.status !== "ok")) {
-    msg.textContent = `failed: ${res.error_code || ""} ${res.error_message || r.error || ""}`.trim();
+  if (r.status === "error" || (res.status && res.status !== "ok")) {
+    msg.textContent = r.status === "error"
+      ? `could not run: ${r.error || "unknown reason"}`
+      : `${res.status}: ${res.error_code || ""} in ${res.error_phase || "?"}: ${res.error_message || ""}`;
     msg.className = "flash error";
   } else {
-    msg.textContent = `ok: ${res.round_trips ?? "?"} round trips`;
+    msg.textContent = `ok: ${res.round_trips ?? "?"} round trips, by ${r.agent || "an agent"}`;
     msg.className = "flash ok";
   }
   const tbody = out.querySelector("tbody");

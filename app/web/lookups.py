@@ -114,6 +114,11 @@ def load_target(conn: Connection, name: str) -> TargetInfo | None:
     return found[0] if found else None
 
 
+# An agent heartbeats about once a second; silent this long counts as not running
+# (the same threshold as the agent's own status, docs/agent.md).
+AGENT_ALIVE_S = 10.0
+
+
 @dataclass(frozen=True, slots=True)
 class AgentInfo:
     name: str
@@ -124,6 +129,10 @@ class AgentInfo:
     started_at: datetime
     heartbeat_at: datetime
     stats: dict[str, Any]
+
+    def alive(self, now: datetime) -> bool:
+        age = (now - self.heartbeat_at).total_seconds()
+        return age <= AGENT_ALIVE_S and not self.stats.get("stopped", False)
 
 
 def load_agents(conn: Connection) -> list[AgentInfo]:

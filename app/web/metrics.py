@@ -17,13 +17,14 @@ store's query functions:
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 
 from app.store.compare import compare
 from app.web.deps import ConnDep
-from app.web.lookups import load_targets
+from app.web.lookups import AgentInfo, load_agents, load_targets
 from app.web.overview import build_rows
 from app.web.readers import overview_stats
 
@@ -132,4 +133,48 @@ def prometheus(conn: ConnDep) -> PlainTextResponse:
             total_s = (m.mean_ms or 0.0) * m.count / 1000.0
             out.sample(f"{hist_name}_sum", labels(**base), total_s)
             out.sample(f"{hist_name}_count", labels(**base), m.count)
+    agent_metrics(out, load_agents(conn), now)
     return PlainTextResponse(out.text(), media_type=CONTENT_TYPE)
+
+
+# (name, type, help, path in the agent's stats) -- the keys documented in docs/agent.md
+AGENT_STATS: tuple[tuple[str, str, str, str], ...] = (
+    ("series", "gauge", "Series this agent runs", "series"),
+    ("lag_p50_ms", "gauge", "Scheduler start lag p50 over the last minute (ms)", "lag_ms.p50"),
+    ("lag_p95_ms", "gauge", "Scheduler start lag p95 over the last minute (ms)", "lag_ms.p95"),
+    ("runs_total", "counter", "Probe runs since the agent started", "runs"),
+    ("runs_failed_total", "counter", "Runs that ended in error or timeout", "runs_failed"),
+    ("skipped_total", "counter", "Runs recorded as skipped", "skipped"),
+    ("spool_samples", "gauge", "Samples waiting in the local spool", "spool_samples"),
+    ("spool_bytes", "gauge", "Bytes in the local spool", "spool_bytes"),
+    ("samples_written_total", "counter", "Samples stored by this agent", "written"),
+    ("samples_dropped_total", "counter", "Samples lost (spool full)", "dropped"),
+)
+
+
+def _stat(stats: dict[str, Any], path: str) -> float | None:
+    value: Any = stats
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def agent_metrics(out: Exposition, agents: list[AgentInfo], now: datetime) -> None:
+    """``connwatch_agent_*`` per agent (labels agent, site), from the ``agents`` table."""
+    for a in agents:
+        lbl = labels(agent=a.name, site=a.site)
+        out.declare("connwatch_agent_up", "gauge", "1 if the agent heartbeat is recent")
+        out.sample("connwatch_agent_up", lbl, 1.0 if a.alive(now) else 0.0)
+        out.declare("connwatch_agent_heartbeat_age_seconds", "gauge", "Seconds since heartbeat")
+        out.sample(
+            "connwatch_agent_heartbeat_age_seconds", lbl, (now - a.heartbeat_at).total_seconds()
+        )
+    for name, kind, help_text, path in AGENT_STATS:
+        for a in agents:
+            value = _stat(a.stats, path)
+            if value is None:
+                continue
+            out.declare(f"connwatch_agent_{name}", kind, help_text)
+            out.sample(f"connwatch_agent_{name}", labels(agent=a.name, site=a.site), value)

@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.web import forms, probe_requests
 from app.web.deps import ConnDep, EngineDep, TemplatesDep, VaultDep
-from app.web.lookups import load_agents, load_target, load_targets
+from app.web.lookups import AGENT_ALIVE_S, load_agents, load_target, load_targets
 
 router = APIRouter(include_in_schema=False)
 MAX_FORM_BYTES = 64 * 1024
@@ -154,7 +154,11 @@ async def test_now(request: Request, name: str, engine: EngineDep) -> Response:
         mode = target.mode(mode_name)
         if mode is None:
             raise HTTPException(422, f"mode: target {name!r} has no mode {mode_name!r}")
-        request_id = probe_requests.create(conn, mode.id)
+        connping = next((s for s in mode.series if s.probe == "connping"), None)
+        timeout = min(
+            connping.timeout_ms if connping else probe_requests.DEFAULT_TIMEOUT_MS, 300_000
+        )
+        request_id = probe_requests.create(conn, target.id, mode.id, "connping", timeout)
     return RedirectResponse(
         f"/targets/{quote(name)}/edit?test={request_id}#test-now", status_code=303
     )
@@ -164,11 +168,6 @@ async def test_now(request: Request, name: str, engine: EngineDep) -> Response:
 def agents_page(request: Request, conn: ConnDep, templates: TemplatesDep) -> Response:
     agents = load_agents(conn)
     now = datetime.now(UTC)
-    keys: list[str] = []
-    for a in agents:
-        for k in a.stats:
-            if k not in keys and not isinstance(a.stats[k], dict | list):
-                keys.append(k)
     return templates.TemplateResponse(
         request,
         "agents.html",
@@ -176,7 +175,7 @@ def agents_page(request: Request, conn: ConnDep, templates: TemplatesDep) -> Res
             "title": "Agents",
             "active": "Agents",
             "agents": agents,
-            "stat_keys": keys,
             "now": now,
+            "alive_s": AGENT_ALIVE_S,
         },
     )

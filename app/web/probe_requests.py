@@ -1,9 +1,15 @@
-""" "Test now": ask an agent to run one connping on a mode, then read its answer.
+""" "Test now": ask an agent to run one probe on a mode, then read its answer.
 
-The web never runs probes itself (it does not import them). It inserts a row
-into the agent's ``probe_requests`` table (defined and documented by the agent:
-``docs/agent.md``) and the page polls ``/api/v1/probe-requests/{id}`` until an
-agent has stored the result (a sample as JSON, which never holds a password).
+The web never runs probes itself (it does not import them). It inserts a row into
+the agent's ``probe_requests`` table (migration 0020, contract in docs/agent.md)
+and sends ``NOTIFY connwatch_probe_requests`` so a listening agent wakes at once;
+agents also poll. The page then polls ``/api/v1/probe-requests/{id}``:
+
+- ``pending`` -> ``running`` (claimed by an agent) -> ``done`` with ``result`` = the
+  sample as JSON (phases in ns, ``logon_phases``, round trips, sid, error code...);
+- or ``error`` with ``result = {"error": message}`` (the probe could not run).
+
+The result never holds a password: samples carry none and messages are sanitised.
 """
 
 from __future__ import annotations
@@ -15,10 +21,14 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+CHANNEL = "connwatch_probe_requests"
+DEFAULT_TIMEOUT_MS = 10_000
+
 
 @dataclass(frozen=True, slots=True)
 class ProbeRequest:
     id: int
+    target_id: int
     mode_id: int
     probe: str
     status: str
@@ -26,22 +36,40 @@ class ProbeRequest:
     finished_at: datetime | None
     agent: str | None
     result: dict[str, Any] | None
-    error: str | None
+
+    @property
+    def error(self) -> str | None:
+        if self.status == "error" and self.result is not None:
+            msg = self.result.get("error")
+            return str(msg) if msg is not None else None
+        return None
 
 
-def create(conn: Connection, mode_id: int, probe: str = "connping") -> int:
+def create(
+    conn: Connection,
+    target_id: int,
+    mode_id: int,
+    probe: str = "connping",
+    timeout_ms: int = DEFAULT_TIMEOUT_MS,
+) -> int:
+    """Queue one probe run (the caller commits; the NOTIFY is delivered at commit)."""
     row = conn.execute(
-        text("insert into probe_requests (mode_id, probe) values (:m, :p) returning id"),
-        {"m": mode_id, "p": probe},
+        text(
+            "insert into probe_requests (target_id, mode_id, probe, timeout_ms) "
+            "values (:t, :m, :p, :to) returning id"
+        ),
+        {"t": target_id, "m": mode_id, "p": probe, "to": timeout_ms},
     ).one()
-    return int(row[0])
+    request_id = int(row[0])
+    conn.execute(text("select pg_notify(:c, :id)"), {"c": CHANNEL, "id": str(request_id)})
+    return request_id
 
 
 def get(conn: Connection, request_id: int) -> ProbeRequest | None:
     r = conn.execute(
         text(
-            "select id, mode_id, probe, status, requested_at, finished_at, agent, result, error "
-            "from probe_requests where id = :i"
+            "select id, target_id, mode_id, probe, status, requested_at, finished_at, "
+            "claimed_by, result from probe_requests where id = :i"
         ),
         {"i": request_id},
     ).first()
@@ -49,12 +77,12 @@ def get(conn: Connection, request_id: int) -> ProbeRequest | None:
         return None
     return ProbeRequest(
         int(r.id),
+        int(r.target_id),
         int(r.mode_id),
         str(r.probe),
         str(r.status),
         r.requested_at,
         r.finished_at,
-        r.agent,
+        r.claimed_by,
         dict(r.result) if r.result is not None else None,
-        r.error,
     )

@@ -52,9 +52,20 @@ def fmt_naive_utc(t: datetime) -> str:
 
 
 def fmt_pct(value: float | None) -> str:
-    if value is None:
+    if not isinstance(value, int | float):
         return "—"
     return f"{value * 100:.1f} %" if value < 0.1 else f"{value * 100:.0f} %"
+
+
+def fmt_bytes(value: float | None) -> str:
+    if not isinstance(value, int | float):
+        return "—"
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
 
 
 def query_string(base: dict[str, Any], **changes: Any) -> str:
@@ -81,6 +92,7 @@ def make_templates(templates_dir: Path, static_dir: Path) -> Jinja2Templates:
     env.filters["iso"] = lambda t: iso(_as_utc(t)) if t else ""
     env.filters["naive_utc"] = fmt_naive_utc
     env.filters["pct"] = fmt_pct
+    env.filters["bytes"] = fmt_bytes
     env.globals.update(
         nav=NAV,
         version=__version__,
