@@ -21,6 +21,10 @@ ORA_TEXT = {
     28000: "The account is locked.",
     3113: "end-of-file on communication channel",
     1403: "no data found",
+    942: "table or view does not exist",
+    1012: "not logged on",
+    12516: "TNS:listener could not find available handler with matching protocol stack",
+    12519: "TNS:no appropriate service handler found",
 }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .codec import Reader, Writer
+from .codec import NeedMoreData, Reader, Writer
 
 CHARSET_AL32UTF8 = 873
 NCHARSET_AL16UTF16 = 2000
@@ -49,8 +49,14 @@ def skip_data_types_request(r: Reader) -> int:
     r.u8()
     ccaps = r.bytes_() or b""
     r.bytes_()
-    while r.u16be() != 0:
-        r.raw(6)
+    data, pos = r.data, r.pos  # entries of 4 x u16 until a zero data type
+    while True:
+        if pos + 2 > len(data):
+            raise NeedMoreData
+        if data[pos] == 0 and data[pos + 1] == 0:
+            break
+        pos += 8
+    r.pos = pos + 2
     return ccaps[7] if len(ccaps) > 7 else FIELD_VERSION
 
 

@@ -227,3 +227,27 @@ def test_time_window_fault_stops_by_itself(oraclesim):
     time.sleep(0.25)
     with connect(oraclesim) as conn:
         conn.ping()
+
+
+def test_refuse_faults_async(oraclesim):
+    async def run():
+        oraclesim.faults.add("refuse", code=12516, count=1)
+        with pytest.raises(oracledb.OperationalError) as ei:
+            await connect_async(oraclesim)
+        assert code(ei.value) == "DPY-6005" and cause_code(ei.value) == "DPY-6000"
+        oraclesim.faults.add("refuse", "logon", code=28000, count=1)
+        with pytest.raises(oracledb.DatabaseError) as ei:
+            await connect_async(oraclesim, mode="pooled")
+        assert code(ei.value) == "ORA-28000"
+        conn = await connect_async(oraclesim, mode="pooled")
+        oraclesim.faults.add("refuse", "query", code=942, count=1)
+        with pytest.raises(oracledb.DatabaseError) as ei:
+            await conn.cursor().execute("select 1 from dual")
+        assert code(ei.value) == "ORA-00942"
+        oraclesim.faults.add("slow", "commit", delay_ms=80, count=1)
+        t0 = time.perf_counter()
+        await conn.commit()
+        assert time.perf_counter() - t0 >= 0.08
+        await conn.close()
+
+    asyncio.run(run())
