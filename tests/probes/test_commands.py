@@ -283,3 +283,33 @@ def test_sweep_oracle_modes_table(oraclesim: object) -> None:
         for m in ("dedicated", "shared", "pooled")
         for lv in ("1", "2")
     ]
+
+
+def test_wired_into_the_connwatch_cli(pg_cluster: PgCluster) -> None:
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "connping",
+            "-l",
+            _dsn(pg_cluster),
+            "--period=0.4",
+            "--interval=0.2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert res.returncode == 0, res.stderr
+    assert CONNPING_LINE.match(res.stdout.splitlines()[0])
+    for cmd in ("connping", "ociping", "sweep"):
+        res = subprocess.run(
+            [sys.executable, "-m", "app.cli", cmd, "--help"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+        assert res.returncode == 0 and "--logon" in res.stdout, res.stderr
