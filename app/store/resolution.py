@@ -16,8 +16,11 @@ source is then:
   series is drawn from 1-minute rollups up to ~6 days, from 1-hour rollups up to
   ~150 days, from 1-day rollups beyond.
 
-Range bounds are widened to whole steps (aligned to Monday 2000-01-03 00:00 UTC),
-so every bucket is complete and buckets line up across ranges.
+Buckets are aligned to multiples of the step from Monday 2000-01-03 00:00 UTC, so
+they line up across ranges; the first and last bucket may cover only part of a step.
+Raw data is filtered to exactly ``[start, end)``; rollups to whole rows of their
+table (the range widened to the table's width), which the plan's ``start``/``end``
+report.
 """
 
 from __future__ import annotations
@@ -48,12 +51,13 @@ STEPS: tuple[timedelta, ...] = tuple(
 class Plan:
     grain: Grain
     step: timedelta
-    start: datetime  # widened to a step boundary
-    end: datetime  # exclusive, widened to a step boundary
+    start: datetime  # data filter: exact for raw, widened to the table's width for rollups
+    end: datetime  # exclusive
 
     @property
     def buckets(self) -> int:
-        return int((self.end - self.start) / self.step)
+        """How many step buckets the range touches (an upper bound on points per series)."""
+        return int((ceil_to(self.end, self.step) - floor_to(self.start, self.step)) / self.step)
 
 
 def floor_to(t: datetime, step: timedelta) -> datetime:
@@ -108,7 +112,7 @@ def choose(
     step = next((s for s in STEPS if span / s <= max_points), STEPS[-1])
     raw_ok = allow_raw and span <= RAW_MAX_SPAN and (raw_from is None or start >= raw_from)
     if raw_ok:
-        return Plan(RAW, step, floor_to(start, step), ceil_to(end, step))
+        return Plan(RAW, step, start, end)
     if span > MINUTE_MAX_SPAN or (minute_from is not None and start < minute_from):
         step = max(step, HOUR.width)
     step = max(step, MINUTE.width)
@@ -122,7 +126,7 @@ def choose(
         grain = HOUR
     else:
         grain = MINUTE
-    return Plan(grain, step, floor_to(start, step), ceil_to(end, step))
+    return Plan(grain, step, floor_to(start, grain.width), ceil_to(end, grain.width))
 
 
 def plan(
