@@ -29,12 +29,19 @@ API::
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Coroutine
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -215,3 +222,81 @@ class DelayProxyThread:
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+class DelayProxyProcess:
+    """``python -m app.oraclesim.delayproxy`` in a child process (no GIL shared with
+    the measuring process). ``port`` is where to connect."""
+
+    def __init__(self, upstream_host: str, upstream_port: int, delay_s: float = 0.0) -> None:
+        self.args = [f"{upstream_host}:{upstream_port}", f"{delay_s * 1000:.6f}"]
+        self.proc: subprocess.Popen[str] | None = None
+        self.host = "127.0.0.1"
+        self.port = 0
+
+    def start(self) -> DelayProxyProcess:
+        cmd = [sys.executable, "-m", "app.oraclesim.delayproxy", "--upstream", self.args[0]]
+        cmd += ["--delay-ms", self.args[1]]
+        root = Path(__file__).resolve().parents[2]
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=root, env=env)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.startswith("{"):
+            self.stop()
+            raise RuntimeError(f"delay proxy did not start: {line!r}")
+        self.port = int(json.loads(line)["port"])
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc is not None and self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self.proc = None
+
+    def __enter__(self) -> DelayProxyProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m app.oraclesim.delayproxy --upstream HOST:PORT --delay-ms MS [--port N]``:
+    prints ``{"port": N}`` once listening, runs until SIGTERM / Ctrl-C."""
+    parser = argparse.ArgumentParser(prog="delayproxy", description=__doc__.splitlines()[0])
+    parser.add_argument("--upstream", required=True, help="HOST:PORT to forward to")
+    parser.add_argument("--delay-ms", type=float, default=0.0, help="one-way delay per chunk")
+    parser.add_argument("--port", type=int, default=0, help="listen port (0: a free one)")
+    ns = parser.parse_args(argv)
+    host, sep, port_text = ns.upstream.rpartition(":")
+    if not sep or not port_text.isdigit():
+        parser.error(f"--upstream must be HOST:PORT, got {ns.upstream!r}")
+    if ns.delay_ms < 0:
+        parser.error("--delay-ms must be >= 0")
+
+    async def serve() -> None:
+        proxy = DelayProxy(host, int(port_text), ns.delay_ms / 1000, listen_port=ns.port)
+        await proxy.start()
+        print(json.dumps({"port": proxy.port, "delay_ms": ns.delay_ms}), flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await stop.wait()
+        finally:
+            await proxy.stop()
+
+    asyncio.run(serve())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -101,3 +101,34 @@ def test_negative_delay_is_refused_and_dead_upstream_closes_client() -> None:
             return data
 
     assert asyncio.run(go()) == b""
+
+
+def test_proxy_as_a_child_process() -> None:
+    from app.oraclesim.delayproxy import DelayProxyProcess
+
+    async def go() -> bytes:
+        server = await _echo_server()
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            with DelayProxyProcess("127.0.0.1", port, 0.001) as proxy:
+                r, w = await asyncio.open_connection(proxy.host, proxy.port)
+                w.write(b"hello")
+                await w.drain()
+                data = await asyncio.wait_for(r.readexactly(5), 10)
+                w.close()
+                return data
+
+    assert asyncio.run(go()) == b"hello"
+
+
+def test_cli_rejects_bad_upstream() -> None:
+    import subprocess
+    import sys
+
+    res = subprocess.run(
+        [sys.executable, "-m", "app.oraclesim.delayproxy", "--upstream", "nohostport"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert res.returncode == 2 and "--upstream must be HOST:PORT" in res.stderr
