@@ -325,7 +325,8 @@ CW.renderProbeResult = (out, r) => {
       : `${res.status}: ${res.error_code || ""} in ${res.error_phase || "?"}: ${res.error_message || ""}`;
     msg.className = "flash error";
   } else {
-    msg.textContent = `ok: ${res.round_trips ?? "?"} round trips, by ${r.agent || "an agent"}`;
+    const rts = res.round_trips === null || res.round_trips === undefined ? "" : `, ${res.round_trips} round trips`;
+    msg.textContent = `ok${rts}, run by ${r.agent || "an agent"}`;
     msg.className = "flash ok";
   }
   const tbody = out.querySelector("tbody");
@@ -340,7 +341,7 @@ CW.renderProbeResult = (out, r) => {
     const v = res[`${p}_ns`];
     if (v !== null && v !== undefined) add(p, `${(v / 1e6).toFixed(2)} ms`);
   }
-  for (const [k, v] of Object.entries(res.logon_phases || {})) add(`  logon: ${k}`, `${(v / 1e6).toFixed(2)} ms`);
+  for (const [k, v] of Object.entries(res.logon_phases || {})) add(`logon: ${k}`, `${(v / 1e6).toFixed(2)} ms`);
   if (res.round_trips !== undefined && res.round_trips !== null) add("round trips", res.round_trips);
   for (const k of ["sid", "serial", "instance", "server_type"]) if (res[k] !== undefined && res[k] !== null) add(k, res[k]);
   out.hidden = false;
