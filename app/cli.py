@@ -11,6 +11,7 @@ import errno
 import signal
 import socket
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -197,9 +198,56 @@ cli.command("sweep")(_probe_commands.sweep)
 
 
 @cli.command("import-connping")
-def import_connping() -> None:
+def import_connping(
+    file: Annotated[Path, typer.Argument(help="A connping --csvoutput file.")],
+    target: Annotated[str, typer.Option("--target", help="Target name the run measured.")],
+    mode: Annotated[str, typer.Option("--mode", help="Mode name within the target.")],
+    site: Annotated[
+        str | None, typer.Option("--site", help="Series site (default: the mode's only one).")
+    ] = None,
+    start: Annotated[
+        datetime | None,
+        typer.Option(
+            "--start",
+            formats=["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S"],
+            help="Run start (UTC unless an offset is given): needed for TIME columns "
+            "or files written with --no-timestamp.",
+        ),
+    ] = None,
+    interval: Annotated[
+        float | None, typer.Option("--interval", help="Run interval in seconds (--no-timestamp).")
+    ] = None,
+    utcformat: Annotated[
+        str | None, typer.Option("--utcformat", help="Format the run used for UTCTIME.")
+    ] = None,
+) -> None:
     """Import a connping --csvoutput file as samples of a target and mode."""
-    raise CliError("'import-connping' is not yet available")
+    from app.importer import ImportError_, import_connping_file
+
+    if start is not None and start.tzinfo is None:
+        start = start.replace(tzinfo=UTC)
+    settings = load_settings()
+    engine = open_store(settings)
+    try:
+        with engine.begin() as conn:
+            res = import_connping_file(
+                conn,
+                file,
+                target=target,
+                mode=mode,
+                site=site,
+                start=start,
+                interval_s=interval,
+                utcformat=utcformat,
+            )
+    except ImportError_ as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        engine.dispose()
+    typer.echo(
+        f"{file}: {res.read} samples read, {res.new} new, {res.read - res.new} already stored "
+        f"(series {res.series_id})"
+    )
 
 
 # --------------------------------------------------------------------------- targets
