@@ -76,7 +76,8 @@ class Coordinator:
     name: str
     site: str
     agent_id: int | None = None
-    held: set[int] = field(default_factory=set)
+    held: set[int] = field(default_factory=set)  # series locked and run by this agent
+    releasing: set[int] = field(default_factory=set)  # locked, no longer run, unlock next tick
     leader: bool = False
     backend_pid: int | None = None
     _conn: Connection | None = None
@@ -126,6 +127,7 @@ class Coordinator:
         ).scalar_one()
         self.backend_pid = conn.execute(text("select pg_backend_pid()")).scalar_one()
         conn.execute(text("select pg_advisory_lock(:k, :id)"), {"k": PRESENCE, "id": self.agent_id})
+        self.releasing = set()  # those locks went with the old session
         if self.held:  # a new session after an outage: take back what we ran
             got = set(
                 conn.execute(
@@ -209,6 +211,11 @@ class Coordinator:
             conn.execute(text("select pg_terminate_backend(:p)"), {"p": pid})
 
     def _rebalance(self, conn: Connection) -> None:
+        # Hand-over in two ticks: a series given up stops running at the end of one tick
+        # and is unlocked at the next, so its new owner never overlaps its last run.
+        if self.releasing:
+            self._unlock(conn, self.releasing)
+            self.releasing = set()
         wanted = set(self._site_rows)
         gone = self.held - wanted
         if gone:
@@ -216,7 +223,8 @@ class Coordinator:
         share = math.ceil(len(wanted) / self.live_agents) if wanted else 0
         if len(self.held) > share:
             ranked = sorted(self.held, key=lambda s: _priority(self.name, s))
-            self._unlock(conn, set(ranked[share:]))
+            self.releasing = set(ranked[share:])
+            self.held -= self.releasing
         elif len(self.held) < share:
             taken = set(
                 conn.execute(
@@ -228,7 +236,10 @@ class Coordinator:
                     {"k": SERIES},
                 ).scalars()
             )
-            free = sorted(wanted - taken - self.held, key=lambda s: _priority(self.name, s))
+            free = sorted(
+                wanted - taken - self.held - self.releasing,
+                key=lambda s: _priority(self.name, s),
+            )
             want = share - len(self.held)
             got: set[int] = set()
             for i in range(0, len(free), 256):
@@ -302,4 +313,5 @@ class Coordinator:
                 conn.close()
             self._conn = None
             self.held.clear()
+            self.releasing.clear()
             self.leader = False

@@ -6,6 +6,7 @@ build :class:`~app.config.Settings` for an agent with its own data directory.
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -189,7 +190,7 @@ def samples_of(engine: Engine, series_ids: list[int]) -> list[Any]:
 def gaps(times: list[datetime], interval_ms: int) -> list[float]:
     """Spacing (in intervals) between consecutive scheduled instants that is not 1."""
     out = []
-    for a, b in zip(times, times[1:], strict=False):
+    for a, b in itertools.pairwise(times):
         step = (b - a).total_seconds() * 1000 / interval_ms
         if abs(step - 1) > 1e-6:
             out.append(step)
