@@ -8,11 +8,14 @@ forwarding cost, which the benchmark calibrates at ``delay_s = 0`` in the same r
 
 Precision: asyncio timers wake up late by up to a millisecond (the selector's
 timeout is rounded up to whole milliseconds), which would blur a 1 ms round
-trip. So a chunk waits with ``asyncio.sleep`` until ``SPIN_S`` before it is due
-and then with a short blocking ``time.sleep`` (about 60 us late on Linux). The
+trip. So a chunk waits with ``asyncio.sleep`` until ``SPIN_S`` before it is due,
+then with a blocking ``time.sleep`` until ``SPIN_TAIL_S`` before, then spins. The
 blocking wait stalls the proxy's own event loop for at most ``SPIN_S``; run the
-proxy on its own thread (:class:`DelayProxyThread`) so the probe's loop is never
-blocked.
+proxy on its own thread (:class:`DelayProxyThread`) or process
+(:class:`DelayProxyProcess`) so the probe's loop is never blocked. Every chunk's
+lateness (send time minus due time) is kept; :meth:`DelayProxy.lateness`
+summarises it, and the child process prints it when it stops. On a loaded
+machine the scheduler, not the proxy, dominates that figure.
 
 Limits: the TCP handshake is answered by the kernel and is not delayed (a real
 network spends one round trip there); a REDIRECT (shared-server dispatcher)
@@ -45,7 +48,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-SPIN_S = 0.0015
+SPIN_S = 0.004
+SPIN_TAIL_S = 0.0001
 CHUNK = 65536
 
 
@@ -70,6 +74,20 @@ class DelayProxy:
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.connections = 0
+        # how late each chunk left, relative to its due time (the proxy's own error)
+        self.late_ns: deque[int] = deque(maxlen=100_000)
+
+    def lateness(self) -> dict[str, float | int]:
+        """How late chunks were sent after their due time (microseconds)."""
+        late = sorted(self.late_ns)
+        if not late:
+            return {"chunks": 0}
+        return {
+            "chunks": len(late),
+            "late_us_p50": late[len(late) // 2] / 1e3,
+            "late_us_p90": late[int(len(late) * 0.9)] / 1e3,
+            "late_us_max": late[-1] / 1e3,
+        }
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._handle, self.host, self.port)
@@ -111,10 +129,9 @@ class DelayProxy:
         down = self._spawn(self._pipe(u_reader, c_writer))
         try:
             await asyncio.gather(up, down)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # proxy stopping: end quietly
             up.cancel()
             down.cancel()
-            raise
         finally:
             for w in (c_writer, u_writer):
                 w.close()
@@ -137,8 +154,11 @@ class DelayProxy:
                 if wait > SPIN_S:
                     await asyncio.sleep(wait - SPIN_S)
                     wait = due - time.perf_counter()
-                if wait > 0:
-                    time.sleep(wait)  # the last stretch, precisely (see module docs)
+                if wait > SPIN_TAIL_S:
+                    time.sleep(wait - SPIN_TAIL_S)  # the last stretch (see module docs)
+                while time.perf_counter() < due:  # the last ~100 us: spin
+                    pass
+                self.late_ns.append(int((time.perf_counter() - due) * 1e9))
                 writer.write(data)
                 await writer.drain()
 
@@ -233,6 +253,7 @@ class DelayProxyProcess:
         self.proc: subprocess.Popen[str] | None = None
         self.host = "127.0.0.1"
         self.port = 0
+        self.stats: dict[str, float | int] = {}
 
     def start(self) -> DelayProxyProcess:
         cmd = [sys.executable, "-m", "app.oraclesim.delayproxy", "--upstream", self.args[0]]
@@ -249,10 +270,14 @@ class DelayProxyProcess:
         return self
 
     def stop(self) -> None:
+        """Stop the child; ``stats`` then holds its lateness figures."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(10)
+                out, _ = self.proc.communicate(timeout=10)
+                for line in out.splitlines():
+                    if line.startswith("{"):
+                        self.stats = json.loads(line)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
@@ -293,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
             await stop.wait()
         finally:
             await proxy.stop()
+            print(json.dumps(proxy.lateness()), flush=True)
 
     asyncio.run(serve())
     return 0
