@@ -1,4 +1,5 @@
-"""One client connection after ACCEPT: negotiation, logon and the call loop."""
+"""One client connection after ACCEPT: negotiation, logon and the call loop (transport,
+faults, latency, breaks, DRCP attach/release, ground truth). What calls do: calls.py."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ import os
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import messages as msg
 from . import negotiation as neg
 from .auth import Challenge, Verifier
+from .calls import Calls
 from .codec import NeedMoreData, Reader, Writer
 from .config import ServiceConfig
 from .faults import Fault
@@ -31,25 +32,21 @@ from .packets import (
     marker,
     read_packet,
 )
-from .queries import DmlResult, QueryResult, SqlError
-from .queries import run as run_sql
+from .requests import (
+    FN_AUTH1,
+    FN_AUTH2,
+    FN_LOGOFF,
+    FN_RELEASE,
+    PHASE_OF,
+    Request,
+    parse_auth,
+    parse_call,
+)
 from .views import SessionInfo, SharedServer
 
 if TYPE_CHECKING:
     from .server import Simulator
 
-FN_LOGOFF, FN_COMMIT, FN_ROLLBACK, FN_FETCH, FN_REEXEC, FN_REEXEC_FETCH = 9, 14, 15, 5, 4, 78
-FN_EXECUTE, FN_PING, FN_AUTH1, FN_AUTH2, FN_RELEASE = 94, 147, 118, 115, 163
-PHASE_OF = {
-    FN_PING: "ping",
-    FN_COMMIT: "commit",
-    FN_ROLLBACK: "commit",
-    FN_LOGOFF: "logoff",
-    FN_EXECUTE: "query",
-    FN_REEXEC: "query",
-    FN_REEXEC_FETCH: "query",
-    FN_FETCH: "query",
-}
 T = TypeVar("T")
 SERVER_TYPE = {"dedicated": "DEDICATED", "shared": "SHARED", "pooled": "POOLED"}
 
@@ -69,24 +66,6 @@ class Closed(Exception):
     """The connection ends (client EOF, drop fault, kill)."""
 
 
-@dataclass(slots=True)
-class Cursor:
-    sql: str
-    result: QueryResult | None = None
-    pos: int = 0
-
-
-@dataclass(slots=True)
-class Request:
-    fn: int
-    seq: int
-    r: Reader
-    oneway: bool = False
-    closes: list[int] = field(default_factory=list)
-    args: tuple[int, ...] = ()
-    sql: str = ""
-
-
 class Session:
     def __init__(
         self,
@@ -103,15 +82,12 @@ class Session:
         self.rec, self.req, self.svc, self.mode, self.sdu = rec, req, svc, mode, sdu
         self.user: str | None = None
         self.info: SessionInfo | None = None
-        self.cursors: dict[int, Cursor] = {}
-        self.next_cursor = 1
-        self.txn = False
+        self.calls = Calls(sim.state, self.userenv, sim.config.scratch_tables)
         self.cclass = ""
         self.purity = 0
         self.drcp_attached = False
         self._pending: asyncio.Task[Packet] | None = None
         self._killed = False
-        self.pairs: dict[str, str] = {}
         self.idle = False
 
     # ----------------------------------------------------------------- transport
@@ -162,7 +138,7 @@ class Session:
 
     @property
     def call_status(self) -> int:
-        return msg.TXN_OPEN if self.txn else 0
+        return self.calls.call_status
 
     # ----------------------------------------------------------------- phases
     async def apply_faults(self, phase: str, prec: PhaseRecord) -> tuple[float, Fault | None]:
@@ -213,7 +189,7 @@ class Session:
         def first(r: Reader) -> tuple[bool, Request | None]:
             if fast_ok and r.data[:1] == b"\x22":
                 neg.parse_fast_auth_prefix(r)
-                return True, self.parse_auth(r)
+                return True, parse_auth(r)
             neg.skip_protocol_request(r)
             return False, None
 
@@ -229,7 +205,7 @@ class Session:
             self.end(prec)
             self.send(neg.DATA_TYPES_REPLY)
             prec = self.rec.begin("logon")
-            req = await self.whole(self.parse_auth)
+            req = await self.whole(parse_auth)
         assert req is not None
         if req.fn != FN_AUTH1:
             raise Closed
@@ -248,10 +224,10 @@ class Session:
             w.raw(neg.protocol_reply(self.sim.banner)).raw(neg.DATA_TYPES_REPLY)
         msg.parameters(w, challenge.phase_one_params())
         self.send(msg.status(w, 0, req.seq).getvalue())
-        req = await self.whole(self.parse_auth)
+        req = await self.whole(parse_auth)
         if req.fn != FN_AUTH2:
             raise Closed
-        kv = self.pairs
+        kv = req.pairs
         await self.inject("logon", prec, extra)
         ok, combo = challenge.check(kv.get("AUTH_SESSKEY", ""), kv.get("AUTH_PASSWORD", ""))
         code = 0
@@ -346,47 +322,6 @@ class Session:
         if self._pending is not None:
             self._pending.cancel()
 
-    # ----------------------------------------------------------------- requests
-    def parse_function(self, r: Reader) -> Request:
-        """Skip piggybacks; return the function (03 fn seq) or one-way call (1A fn seq)."""
-        closes: list[int] = []
-        while True:
-            mtype = r.u8()
-            fn = r.u8()
-            seq = r.u8()
-            if mtype == 0x11:
-                self.skip_piggyback(fn, r, closes)
-                continue
-            return Request(fn, seq, r, mtype == 0x1A, closes)
-
-    @staticmethod
-    def skip_piggyback(fn: int, r: Reader, closes: list[int]) -> None:
-        if fn == 105:  # close cursors
-            r.u8()
-            closes.extend(r.uint() for _ in range(r.uint()))
-        elif fn == 176:  # session state
-            r.uint()
-        elif fn == 152:  # set schema
-            r.u8()
-            r.bytes_two_lengths()
-        elif fn == 135:  # end-to-end attributes
-            r.u8(), r.u8(), r.uint()  # cidnam, cidser pointers, flags
-
-            def field() -> bool:
-                pointer, length = r.u8(), r.uint()
-                return pointer == 1 and length > 0
-
-            present = [field(), field(), field()]  # client identifier, module, action
-            r.u8(), r.uint(), r.u8(), r.uint()  # cideci, cidcct, cidecs
-            present.append(field())  # client info
-            r.u8(), r.uint(), r.u8(), r.uint()  # cidkstk, cidktgt
-            present.append(field())  # dbop
-            for p in present:
-                if p:
-                    r.bytes_()
-        else:
-            raise NeedMoreData  # unknown piggyback: cannot find the function behind it
-
     async def whole(self, parse: Callable[[Reader], T]) -> T:
         """Parse one request, reading more packets while it is incomplete."""
         payload = (await self.packet()).payload
@@ -395,29 +330,6 @@ class Session:
                 return parse(Reader(payload))
             except NeedMoreData:
                 payload += (await self.packet()).payload
-
-    def parse_auth(self, r: Reader) -> Request:
-        """An auth function: user name in req.sql, key/value pairs in self.pairs."""
-        req = self.parse_function(r)
-        if req.fn not in (FN_AUTH1, FN_AUTH2):
-            return req
-        has_user = r.u8()
-        user_len = r.uint()
-        r.uint()  # auth mode
-        r.u8()
-        count = r.uint()
-        r.u8()
-        r.u8()
-        req.sql = (r.bytes_() or b"").decode() if has_user and user_len else ""
-        pairs: dict[str, str] = {}
-        for _ in range(count):
-            key = r.str_two_lengths()
-            value = r.str_two_lengths()
-            r.uint()
-            if key:
-                pairs[key.rstrip("\x00")] = value or ""
-        self.pairs = pairs
-        return req
 
     async def call_loop(self) -> None:
         st = self.sim.state
@@ -438,13 +350,10 @@ class Session:
             payload = pkt.payload
             while True:
                 try:
-                    req = self.parse_function(Reader(payload))
-                    self.parse_args(req)
+                    req = parse_call(Reader(payload))
                     break
                 except NeedMoreData:  # a request larger than one packet
                     payload += (await self.packet()).payload
-            for cid in req.closes:
-                self.cursors.pop(cid, None)
             if req.oneway:
                 if req.fn == FN_RELEASE:
                     self.detach_pooled()
@@ -511,92 +420,13 @@ class Session:
                 self.send(msg.error(Writer(), answer.code, call_status=self.call_status).getvalue())
                 return False
             w = Writer()
-            code = self.dispatch(req, w)
+            code = self.calls.dispatch(req, w)
             self.end(prec, f"error:{code}" if code else "ok")
             self.send(w.getvalue())
             return req.fn == FN_LOGOFF
         finally:
             if req.fn == FN_LOGOFF:
                 self.sim.state.cm_elapsed_us += (time.perf_counter_ns() - t0) // 1000
-
-    def dispatch(self, req: Request, w: Writer) -> int:
-        if req.fn in (FN_PING, FN_LOGOFF):
-            msg.status(w, self.call_status, req.seq)
-        elif req.fn in (FN_COMMIT, FN_ROLLBACK):
-            self.end_txn(req.fn == FN_COMMIT)
-            msg.status(w, 0, req.seq)
-        elif req.fn == FN_EXECUTE:
-            return self.execute(req, w)
-        elif req.fn in (FN_REEXEC, FN_REEXEC_FETCH):
-            cursor_id, num_iters, commit = req.args
-            cur = self.cursors.get(cursor_id)
-            if cur is None:
-                return self.fail(w, SqlError(1001, "invalid cursor"), cursor_id)
-            fetch = num_iters if req.fn == FN_REEXEC_FETCH else 0
-            return self.run_cursor(cursor_id, cur, fetch, bool(commit), w, describe=False)
-        elif req.fn == FN_FETCH:
-            cursor_id, count = req.args
-            cur = self.cursors.get(cursor_id)
-            if cur is None or cur.result is None:
-                return self.fail(w, SqlError(1001, "invalid cursor"), cursor_id)
-            self.rows(cursor_id, cur, count, w)
-        else:
-            return self.fail(w, SqlError(3115, "unsupported network datatype or representation"))
-        return 0
-
-    def end_txn(self, commit: bool) -> None:
-        if commit:
-            self.sim.state.user_commits += 1
-        else:
-            self.sim.state.user_rollbacks += 1
-        self.txn = False
-
-    def fail(self, w: Writer, e: SqlError, cursor_id: int = 0) -> int:
-        msg.error(w, e.code, e.text, cursor_id=cursor_id, call_status=self.call_status)
-        return e.code
-
-    @staticmethod
-    def parse_args(req: Request) -> None:
-        """Read a call's arguments (raises NeedMoreData while the request is incomplete)."""
-        r = req.r
-        if req.fn in (FN_REEXEC, FN_REEXEC_FETCH):
-            cursor_id, num_iters, _, options_2 = r.uint(), r.uint(), r.uint(), r.uint()
-            req.args = (cursor_id, num_iters, options_2 & 1)
-        elif req.fn == FN_FETCH:
-            req.args = (r.uint(), r.uint())
-        elif req.fn == FN_EXECUTE:
-            options, cursor_id = r.uint(), r.uint()
-            r.u8()
-            sql_len = r.uint()
-            r.u8(), r.uint()  # al8i4 pointer and length
-            r.u8(), r.u8(), r.uint()  # al8o4, al8o4l, prefetch buffer size
-            num_iters = r.uint()
-            r.uint()  # max long size
-            r.u8(), r.uint()  # binds
-            for _ in range(5):  # al8app, al8txn, al8txl, al8kv, al8kvl
-                r.u8()
-            r.u8(), r.uint(), r.uint()  # defines, registration id (lsb)
-            r.u8(), r.u8(), r.u8(), r.uint(), r.u8(), r.uint()  # objlist .. al8dnaml
-            r.uint()  # registration id (msb)
-            r.u8(), r.uint(), r.u8()  # DML row counts
-            r.u8(), r.uint(), r.u8(), r.uint(), r.u8()  # SQL signature, SQL id (12.2)
-            r.u8(), r.uint()  # chunk ids (12.2 ext1)
-            if options & 0x01 and sql_len:
-                req.sql = (r.bytes_() or b"").decode("utf-8", "replace")
-            req.args = (options, cursor_id, num_iters)
-
-    def execute(self, req: Request, w: Writer) -> int:
-        options, cursor_id, num_iters = req.args
-        if req.sql:
-            if cursor_id == 0:
-                cursor_id = self.next_cursor
-                self.next_cursor += 1
-            self.cursors[cursor_id] = Cursor(req.sql)
-        cur = self.cursors.get(cursor_id)
-        if cur is None:
-            return self.fail(w, SqlError(1001, "invalid cursor"))
-        fetch = num_iters if options & 0x40 else 0
-        return self.run_cursor(cursor_id, cur, fetch, bool(options & 0x100), w, describe=True)
 
     def userenv(self, name: str) -> str | None:
         info = self.info
@@ -616,56 +446,6 @@ class Session:
             "MODULE": self.req.cid.get("program", ""),
         }
         return values.get(name)
-
-    def run_cursor(
-        self, cursor_id: int, cur: Cursor, fetch: int, commit: bool, w: Writer, describe: bool
-    ) -> int:
-        st = self.sim.state
-        st.execute_count += 1
-        try:
-            res = run_sql(cur.sql, st, self.userenv, self.sim.config.scratch_tables)
-        except SqlError as e:
-            self.cursors.pop(cursor_id, None)
-            return self.fail(w, e, 0)
-        if isinstance(res, DmlResult):
-            if res.kind in ("commit", "rollback"):
-                self.end_txn(res.kind == "commit")
-            elif res.rowcount:
-                self.txn = True
-            if commit and self.txn:
-                self.end_txn(True)
-            msg.error(
-                w, 0, cursor_id=cursor_id, rowcount=res.rowcount, call_status=self.call_status
-            )
-            return 0
-        cur.result, cur.pos = res, 0
-        if describe:
-            msg.describe(w, res.columns)
-        if fetch:
-            self.rows(cursor_id, cur, fetch, w)
-        else:
-            msg.error(w, 0, cursor_id=cursor_id, call_status=self.call_status)
-        return 0
-
-    def rows(self, cursor_id: int, cur: Cursor, count: int, w: Writer) -> None:
-        res = cur.result
-        assert res is not None
-        batch = res.rows[cur.pos : cur.pos + max(count, 1)]
-        if batch:
-            msg.row_header(w)
-        for row in batch:
-            msg.row_data(w, res.columns, row)
-        cur.pos += len(batch)
-        if cur.pos >= len(res.rows):
-            msg.error(
-                w,
-                msg.ORA_NO_DATA,
-                cursor_id=cursor_id,
-                rowcount=cur.pos,
-                call_status=self.call_status,
-            )
-        else:
-            msg.error(w, 0, cursor_id=cursor_id, rowcount=cur.pos, call_status=self.call_status)
 
     def snapshot(self) -> dict[str, Any]:
         return {
