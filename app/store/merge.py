@@ -32,8 +32,14 @@ def merged_sql(
     phases: Sequence[str] = PHASES,
     errors: bool = True,
     hist: bool = True,
+    single: bool = False,
 ) -> str:
-    """``WITH ... SELECT`` producing one merged row per distinct ``keys``."""
+    """``WITH ... SELECT`` producing one merged row per distinct ``keys``.
+
+    ``single=True`` (rollup input whose ``src`` also selects ``<phase>_p50/_p95/_p99``):
+    a group made of one row keeps that row's stored percentiles and its histogram is not
+    unnested, which makes merges where most groups hold a single row nearly free.
+    """
     if not keys:
         raise ValueError("merged_sql needs at least one grouping key")
     if raw:
@@ -41,7 +47,7 @@ def merged_sql(
     k = ", ".join(keys)
     ctes = [f"src as materialized ({src})"]
     base_cols = [f"sum({c})::int as {c}" for c in ("n", "n_ok", "n_error", "n_timeout")]
-    base_cols += ["sum(n_skipped)::int as n_skipped"]
+    base_cols += ["sum(n_skipped)::int as n_skipped", "count(*) as _rows"]
     for p in phases:
         base_cols += [
             f"sum({p}_n)::int as {p}_n",
@@ -49,6 +55,10 @@ def merged_sql(
             f"max({p}_max) as {p}_max",
             f"sum({p}_sum)::bigint as {p}_sum",
         ]
+        if single:
+            base_cols += [f"min({p}_{q}) as {p}_{q}_1" for q in _Q]
+            if hist:
+                base_cols += [f"min({p}_hi) as {p}_hi_1", f"min({p}_hc) as {p}_hc_1"]
     ctes.append(f"base as (select {k}, {', '.join(base_cols)} from src group by {k})")
     if errors:
         ctes += [_error_cte(col, k, raw=False) for col in ("err_class", "err_code")]
@@ -57,6 +67,12 @@ def merged_sql(
             f"select {k}, u.i, u.c from src, unnest(src.{p}_hi, src.{p}_hc) as u(i, c) "
             f"where src.{p}_hi is not null"
         )
+        if single:
+            entries = (
+                f"select {k}, u.i, u.c from src join base using ({k}), "
+                f"unnest(src.{p}_hi, src.{p}_hc) as u(i, c) "
+                f"where src.{p}_hi is not null and base._rows > 1"
+            )
         ctes.append(
             f"h_{p} as (select {k}, i, sum(c)::int as c from ({entries}) e group by {k}, i)"
         )
@@ -82,8 +98,17 @@ def merged_sql(
         out += [f"base.{p}_n", f"base.{p}_min", f"base.{p}_max", f"base.{p}_sum"]
         for name in _Q:
             v = SQL_VALUE.format(i=f"q_{p}.{name}")
-            out.append(f"least(greatest({v}, base.{p}_min), base.{p}_max)::real as {p}_{name}")
-        if hist:
+            merged = f"least(greatest({v}, base.{p}_min), base.{p}_max)::real"
+            if single:
+                merged = f"case when base._rows = 1 then base.{p}_{name}_1 else {merged} end"
+            out.append(f"{merged} as {p}_{name}")
+        if hist and single:
+            out += [
+                f"case when base._rows = 1 then base.{p}_hi_1 else q_{p}.hi::smallint[] end "
+                f"as {p}_hi",
+                f"case when base._rows = 1 then base.{p}_hc_1 else q_{p}.hc end as {p}_hc",
+            ]
+        elif hist:
             out += [f"q_{p}.hi::smallint[] as {p}_hi", f"q_{p}.hc as {p}_hc"]
         joins.append(f"left join q_{p} using ({k})")
     return "with " + ",\n".join(ctes) + f"\nselect {', '.join(out)}\nfrom base {' '.join(joins)}"

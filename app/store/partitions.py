@@ -3,7 +3,8 @@
 Raw samples live in one partition per UTC day (``samples_pYYYYMMDD``), 1-minute and
 1-hour rollups in one partition per UTC month (``rollup_1m_pYYYYMM``,
 ``rollup_1h_pYYYYMM``). Retention drops a partition once all of it is older than
-the horizon; nothing is deleted row by row except from the small ``rollup_1d``.
+the horizon; nothing is deleted row by row except from the small ``rollup_1d`` and
+``rollup_1w`` (kept as long as the hours).
 A raw day is never dropped while it still has minutes waiting to be rolled up.
 """
 
@@ -156,4 +157,8 @@ def apply_retention(
         {"cut": now - timedelta(days=hour_days)},
     )
     report.deleted_1d_rows = res.rowcount or 0
+    conn.execute(
+        text("delete from rollup_1w where bucket < :cut"),
+        {"cut": now - timedelta(days=hour_days + 7)},
+    )
     return report

@@ -4,7 +4,8 @@ Every write (:func:`app.store.samples.write_samples`) records the (series, minut
 pairs it inserted in ``rollup_dirty``, in the same statement. :func:`roll_up_pending`
 takes a batch of those pairs, recomputes each dirty minute from its raw samples,
 then each hour containing a dirty minute from its 1-minute rows, then each such day
-from its hour rows, and removes the batch from ``rollup_dirty``: all in one
+from its hour rows and each such week (Monday to Monday UTC) from its day rows, and
+removes the batch from ``rollup_dirty``: all in one
 transaction, so a crash leaves the pairs dirty and the next pass redoes them.
 Recomputing replaces whole rows, so running it twice changes nothing.
 
@@ -22,9 +23,19 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
-from app.store.layout import DAY, HOUR, MINUTE, ORIGIN_SQL, PHASES, Grain, rollup_value_columns
+from app.store.layout import (
+    DAY,
+    HOUR,
+    MINUTE,
+    ORIGIN_SQL,
+    PHASES,
+    WEEK,
+    Grain,
+    rollup_value_columns,
+)
 from app.store.merge import merged_sql
 from app.store.partitions import ensure_rollup_partitions
+from app.store.resolution import floor_to
 
 ROLLUP_LOCK = 727276
 _RAW_COLS = ", ".join(["s.status", "s.error_class", "s.error_code", *[f"s.{p}_ns" for p in PHASES]])
@@ -41,15 +52,7 @@ class RollupReport:
 
 
 def _upsert(conn: Connection, grain: Grain, select_sql: str, lo: datetime, hi: datetime) -> int:
-    cols = ["series_id", "bucket", *rollup_value_columns()]
-    sets = ", ".join(f"{c} = excluded.{c}" for c in cols[2:])
-    res = conn.execute(
-        text(
-            f"insert into {grain.table} ({', '.join(cols)})\n{select_sql}\n"
-            f"on conflict (series_id, bucket) do update set {sets}"
-        ),
-        {"lo": lo, "hi": hi},
-    )
+    res = conn.execute(text(_upsert_sql(grain, select_sql)), {"lo": lo, "hi": hi})
     return res.rowcount or 0
 
 
@@ -62,6 +65,25 @@ def _minute_sql() -> str:
         "where s.scheduled_at >= :lo and s.scheduled_at < :hi"
     )
     return merged_sql(src, ["series_id", "bucket"], raw=True)
+
+
+def weeks_backfill_sql() -> str:
+    """Upsert every week that has 1-day rollups (the weekly level's initial fill)."""
+    vals = ", ".join(f"r.{c}" for c in rollup_value_columns())
+    src = (
+        f"select r.series_id, date_bin('7 days', r.bucket, {ORIGIN_SQL}) as bucket, {vals} "
+        "from rollup_1d r"
+    )
+    return _upsert_sql(WEEK, merged_sql(src, ["series_id", "bucket"], raw=False))
+
+
+def _upsert_sql(grain: Grain, select_sql: str) -> str:
+    cols = ["series_id", "bucket", *rollup_value_columns()]
+    sets = ", ".join(f"{c} = excluded.{c}" for c in cols[2:])
+    return (
+        f"insert into {grain.table} ({', '.join(cols)})\n{select_sql}\n"
+        f"on conflict (series_id, bucket) do update set {sets}"
+    )
 
 
 def _merge_up_sql(child: Grain, parent: Grain, dirty: str) -> str:
@@ -129,7 +151,18 @@ def roll_up_batch(conn: Connection, limit: int = 20000) -> tuple[int, int, int]:
         )
     )
     days = _upsert(conn, DAY, _merge_up_sql(HOUR, DAY, "_cw_d1d"), day, day + timedelta(days=1))
-    conn.execute(text("drop table _cw_d1m; drop table _cw_d1h; drop table _cw_d1d"))
+    week = floor_to(day, WEEK.width)
+    conn.execute(
+        text(
+            "create temp table _cw_d1w on commit drop as select distinct series_id, "
+            "cast(:w as timestamptz) as bucket from _cw_d1d"
+        ),
+        {"w": week},
+    )
+    _upsert(conn, WEEK, _merge_up_sql(DAY, WEEK, "_cw_d1w"), week, week + WEEK.width)
+    conn.execute(
+        text("drop table _cw_d1m; drop table _cw_d1h; drop table _cw_d1d; drop table _cw_d1w")
+    )
     return (minutes, hours, days)
 
 

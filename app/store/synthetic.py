@@ -8,8 +8,9 @@ every ``interval_s`` seconds) and fills:
   1-minute, 1-hour and 1-day rollups through the store's own rollup path
   (:func:`app.store.rollups.roll_up_pending`), so benchmarks measure real rollups;
 - for the ``rollup_days - days`` days before that (raw long gone by retention),
-  1-hour and 1-day rollups computed here with the same binning, and 1-minute rollups
-  for ``minute_days`` of them.
+  1-hour and 1-day rollups computed here with the same binning, 1-minute rollups
+  for ``minute_days`` of them, and the weekly rollups merged from the days by the
+  store's own SQL.
 
 Shape: connect+disconnect medians of about 61 ms (dedicated), 44 ms (shared) and
 46 ms (pooled), a per-target factor, lognormal spread (sigma 0.15), a business-hours
@@ -36,7 +37,7 @@ from sqlalchemy.engine import Connection, Engine
 from app.store.hist import bucket_index, bucket_value
 from app.store.layout import driver_connection, rollup_value_columns
 from app.store.partitions import ensure_rollup_partitions, ensure_sample_days
-from app.store.rollups import roll_up_pending
+from app.store.rollups import roll_up_pending, weeks_backfill_sql
 
 MODE_MEDIAN_MS = {"dedicated": 61.0, "shared": 44.0, "pooled": 46.0}
 SERVER_TYPE = {"dedicated": "DEDICATED", "shared": "SHARED", "pooled": "POOLED"}
@@ -412,6 +413,9 @@ def generate(
         if k % 10 == 0:
             say(f"rollups back to {day}: {report.rollup_rows} rows")
     with engine.begin() as conn:
+        if older:
+            conn.execute(text(weeks_backfill_sql()))
         conn.execute(text("analyze rollup_1m; analyze rollup_1h; analyze rollup_1d"))
+        conn.execute(text("analyze rollup_1w"))
     report.seconds["rollup_history"] = time.perf_counter() - t2
     return report

@@ -1,8 +1,9 @@
 """Weekly summary per target and mode, with the change from the week before.
 
-Weeks run Monday 00:00 to Monday 00:00 UTC. Each row merges the 1-day rollups of
-the mode's series for that week, so its p95 is the true p95 of the week's samples
-(within 1.96 %), not an average of daily p95s. ``prev_*`` are the same figures for
+Weeks run Monday 00:00 to Monday 00:00 UTC. Each row comes from the weekly rollups
+of the mode's series (merged when a mode has several series, e.g. several sites),
+so its p95 is the true p95 of the week's samples (within 1.96 %), not an average of
+daily p95s. ``prev_*`` are the same figures for
 the week before (computed even when that week lies before ``start``);
 ``change_*_pct`` are relative changes in percent; ``change_availability_pts`` is
 the change in percentage points.
@@ -17,7 +18,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from app.store.layout import ORIGIN_SQL, check_phase
+from app.store.layout import check_phase
 from app.store.merge import merged_sql
 from app.store.resolution import ceil_to, check_range, floor_to
 from app.store.timeseries import NS_PER_MS, ms
@@ -70,10 +71,10 @@ def weekly(
     check_range(start, end)
     a, b = floor_to(start, WEEK), ceil_to(end, WEEK)
     src = (
-        f"select s.mode_id, date_bin('7 days', r.bucket, {ORIGIN_SQL}) as wk, r.n, r.n_ok, "
+        "select s.mode_id, r.bucket as wk, r.n, r.n_ok, "
         f"r.n_error, r.n_timeout, r.n_skipped, r.{phase}_n, r.{phase}_min, r.{phase}_max, "
-        f"r.{phase}_sum, r.{phase}_hi, r.{phase}_hc "
-        "from rollup_1d r join series s on s.id = r.series_id join modes m on m.id = s.mode_id "
+        f"r.{phase}_sum, r.{phase}_p50, r.{phase}_p95, r.{phase}_p99, r.{phase}_hi, r.{phase}_hc "
+        "from rollup_1w r join series s on s.id = r.series_id join modes m on m.id = s.mode_id "
         "where r.bucket >= :a and r.bucket < :b "
         "and (cast(:tids as integer[]) is null or m.target_id = any(cast(:tids as integer[])))"
     )

@@ -86,4 +86,5 @@ def test_old_day_rollups_are_pruned_beyond_five_years(engine: Engine) -> None:
     assert rep.retention.deleted_1d_rows == 1
     with engine.connect() as conn:
         assert conn.execute(text("select count(*) from rollup_1d")).scalar_one() == 1
+        assert conn.execute(text("select count(*) from rollup_1w")).scalar_one() == 1
         assert conn.execute(text("select count(*) from rollup_1h")).scalar_one() == 1

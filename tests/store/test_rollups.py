@@ -70,6 +70,11 @@ def test_rollups_match_exact_computation(engine: Engine) -> None:
         _check_row(dict(row), [v for t, v in ok_ns.items() if lo <= t < hi])
     m0 = T0 + timedelta(minutes=7)
     _check_row(dict(minute), [v for t, v in ok_ns.items() if m0 <= t < m0 + timedelta(minutes=1)])
+    with engine.connect() as conn:
+        week = conn.execute(text("select * from rollup_1w")).mappings().one()
+    assert week["bucket"] == T0  # a Monday
+    _check_row(dict(week), list(ok_ns.values()))
+    assert week["err_code"] == day["err_code"]
     # a second pass finds nothing to do and changes nothing
     assert roll_up_pending(engine).minutes == 0
 

@@ -49,6 +49,8 @@ def test_small_history(engine: Engine) -> None:
             text("select count(*), sum(n) from rollup_1h where bucket < :d"), {"d": first}
         ).one()
         assert older == (3 * 24 * 4, 3 * 1440 * 4)
+        weeks = conn.execute(text("select sum(n) from rollup_1w")).scalar_one()
+        assert weeks == n + 3 * 1440 * 4  # every day, raw-backed or not, is in its week
         row = conn.execute(
             text("select total_p50, total_min, total_max from rollup_1d where bucket < :d limit 1"),
             {"d": first},
