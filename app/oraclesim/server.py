@@ -81,8 +81,7 @@ class Simulator:
             loop = asyncio.get_running_loop()
             loop.call_later(duration_s, lambda: loop.create_task(self.listener_up()))
         if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed() if not self._tasks else None
+            self._server.close()  # stop accepting; sessions already accepted go on
             self._server = None
 
     async def listener_up(self) -> None:
