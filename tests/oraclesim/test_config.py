@@ -109,3 +109,14 @@ def test_empty_file_gives_the_defaults(tmp_path):
     path = tmp_path / "empty.yaml"
     path.write_text("")
     assert set(SimConfig.from_yaml(path).services) == {"FREEPDB1", "DEDONLY"}
+
+
+def test_the_reference_example_in_the_docs_loads(tmp_path):
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "oraclesim.md").read_text()
+    path = tmp_path / "example.yaml"
+    path.write_text(doc.split("```yaml\n")[1].split("```")[0])
+    cfg = SimConfig.from_yaml(path)
+    assert cfg.users["ADAMS"].locked
+    assert cfg.services["FREEPDB1"].latency["dedicated"].phases["accept"].median_ms == 30
