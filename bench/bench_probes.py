@@ -117,11 +117,17 @@ async def overhead(port: int, rounds: int, warmup: int) -> dict[str, float]:
 
 
 async def accuracy_level(port: int, runs: int) -> dict[str, float]:
-    ep = OracleEndpoint(f"127.0.0.1:{port}/FREEPDB1:dedicated", USER, PASSWORD)
+    """Probe pings and logons through the proxy, each interleaved with the same call
+    made bare with python-oracledb (the reference: what the driver itself sees)."""
+    dsn = f"127.0.0.1:{port}/FREEPDB1:dedicated"
+    ep = OracleEndpoint(dsn, USER, PASSWORD)
     sessionping = create_probe(ProbeSpec("sessionping", ep, params={"query": False}))
     connping = create_probe(ProbeSpec("connping", ep))
+    bare = await oracledb.connect_async(user=USER, password=PASSWORD, dsn=dsn)
     pings: list[int] = []
+    bare_pings: list[int] = []
     logons: list[int] = []
+    bare_logons: list[int] = []
     trips: set[int] = set()
     try:
         await run_once(sessionping)  # log on once, untimed here
@@ -129,14 +135,29 @@ async def accuracy_level(port: int, runs: int) -> dict[str, float]:
             p = await run_once(sessionping)
             assert p.ok and p.ping_ns is not None, p.error_message
             pings.append(p.ping_ns)
+            await bare.ping()
+            t0 = time.perf_counter_ns()
+            await bare.ping()
+            bare_pings.append(time.perf_counter_ns() - t0)
             c = await run_once(connping)
             assert c.ok and c.logon_ns is not None and c.round_trips, c.error_message
             logons.append(c.logon_ns)
             trips.add(c.round_trips)
+            t0 = time.perf_counter_ns()
+            conn = await oracledb.connect_async(user=USER, password=PASSWORD, dsn=dsn)
+            bare_logons.append(time.perf_counter_ns() - t0)
+            await conn.close()
     finally:
         await sessionping.close()
+        await bare.close()
     assert len(trips) == 1
-    return {"ping": med(pings), "logon": med(logons), "round_trips": float(trips.pop())}
+    return {
+        "ping": med(pings),
+        "bare_ping": med(bare_pings),
+        "logon": med(logons),
+        "bare_logon": med(bare_logons),
+        "round_trips": float(trips.pop()),
+    }
 
 
 def main() -> None:
@@ -176,19 +197,23 @@ def main() -> None:
             f" {cal['round_trips']:.0f} round trips"
         )
         print(
-            "RTT ms | ping ms | ping-cal ms | error ms | logon ms | logon-cal ms |"
-            " expected (trips x RTT) ms | logon error ms | proxy late p50/p90 us"
+            "RTT ms | ping ms | ping-cal | error | bare ping-cal | logon ms | logon-cal |"
+            " trips x RTT | error | bare logon-cal | proxy late p50/p90 us"
         )
         for rtt in levels[1:]:
             r = results[rtt]
             dping = (r["ping"] - cal["ping"]) / 1e6
+            dbare = (r["bare_ping"] - cal["bare_ping"]) / 1e6
             dlogon = (r["logon"] - cal["logon"]) / 1e6
+            dbare_logon = (r["bare_logon"] - cal["bare_logon"]) / 1e6
             expected = r["round_trips"] * rtt
+            lp50 = late[rtt].get("late_us_p50", 0)
+            lp90 = late[rtt].get("late_us_p90", 0)
             print(
-                f"{rtt:6.1f} | {r['ping'] / 1e6:7.3f} | {dping:11.3f} | {dping - rtt:+8.3f} |"
-                f" {r['logon'] / 1e6:8.3f} | {dlogon:12.3f} | {expected:25.1f} |"
-                f" {dlogon - expected:+14.3f} |"
-                f" {late[rtt].get('late_us_p50', 0):.0f}/{late[rtt].get('late_us_p90', 0):.0f}"
+                f"{rtt:6.1f} | {r['ping'] / 1e6:7.3f} | {dping:8.3f} | {dping - rtt:+6.3f} |"
+                f" {dbare:13.3f} | {r['logon'] / 1e6:8.3f} | {dlogon:9.3f} |"
+                f" {expected:11.1f} | {dlogon - expected:+6.3f} | {dbare_logon:14.3f} |"
+                f" {lp50:.0f}/{lp90:.0f}"
             )
 
 
