@@ -25,6 +25,7 @@ class AgentOptions:
     maintain_every_s: float = 10.0  # store maintenance (one agent at a time)
     # Writer
     batch_max: int = 1000  # samples per COPY
+    write_threads: int = 2  # batches in flight at once (each its own connection)
     flush_s: float = 1.0  # a sample waits at most this long before it is written
     retry_s: float = 1.0  # while the store is away, how often to try it again
     spool_segment_bytes: int = 4 * 1024 * 1024

@@ -27,6 +27,7 @@ import queue
 import threading
 import time
 from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import psycopg
 from sqlalchemy import exc as sa_exc
@@ -72,6 +73,11 @@ class Writer:
         self._memory: deque[list[Sample]] = deque()
         self._memory_count = 0
         self._last_attempt = 0.0
+        self._pool = ThreadPoolExecutor(
+            max(1, self.opt.write_threads), thread_name_prefix="connwatch-write"
+        )
+        self._inflight: deque[tuple[Future[int], list[Sample]]] = deque()
+        self._lock = threading.Lock()
         # statistics (read by other threads; plain ints are safe to read)
         self.submitted = 0
         self.written = 0  # new rows stored (duplicates excluded)
@@ -120,11 +126,13 @@ class Writer:
                 self._replay(force=False)
                 if stopping:
                     break
+            self._reap(keep=0)
             self._replay(force=True, until=time.monotonic() + self.opt.stop_grace_s)
         except Exception:  # pragma: no cover - a bug; keep whatever we hold on disk
             log.exception("sample writer failed; spooling what is left")
             self._spool_rest()
         finally:
+            self._pool.shutdown(wait=True)
             self.spool.close()
 
     def _collect(self) -> tuple[list[Sample], bool]:
@@ -159,24 +167,48 @@ class Writer:
             if isinstance(item, Sample):
                 batch.append(item)
 
-    def _write(self, batch: list[Sample]) -> None:
+    def _store(self, batch: list[Sample]) -> int:
+        """One batch, one transaction; returns the new rows (runs in a write thread)."""
         with self.engine.begin() as conn:
-            new = write_samples(conn, batch)
-        self.written += new
-        self.handed += len(batch)
-        self.batches += 1
+            return write_samples(conn, batch)
+
+    def _write(self, batch: list[Sample]) -> None:
+        """Write synchronously in this thread (replay)."""
+        self._count(batch, self._store(batch))
+
+    def _count(self, batch: list[Sample], new: int) -> None:
+        with self._lock:
+            self.written += new
+            self.handed += len(batch)
+            self.batches += 1
+
+    def _store_counted(self, batch: list[Sample]) -> int:
+        new = self._store(batch)
+        self._count(batch, new)
+        return new
 
     def _deliver(self, batch: list[Sample]) -> None:
         for i in range(0, len(batch), self.opt.batch_max):
             part = batch[i : i + self.opt.batch_max]
             if self.store_ok and self.spool.empty and not self._memory:
-                try:
-                    self._write(part)
+                # Direct path: up to write_threads batches in flight, so encoding the
+                # next batch overlaps the server's work on the previous one.
+                self._reap(keep=self.opt.write_threads - 1)
+                if self.store_ok:
+                    self._inflight.append((self._pool.submit(self._store_counted, part), part))
                     continue
-                except Exception as exc:
-                    if not self._failed(exc, part):
-                        continue
+            self._reap(keep=0)
             self._to_spool(part)
+
+    def _reap(self, keep: int) -> None:
+        """Wait until at most ``keep`` batches are in flight, handling their outcome."""
+        while self._inflight and (len(self._inflight) > keep or self._inflight[0][0].done()):
+            fut, part = self._inflight.popleft()
+            try:
+                fut.result()  # counted by the write thread
+            except Exception as exc:
+                if self._failed(exc, part):
+                    self._to_spool(part)
 
     def _failed(self, exc: BaseException, batch: list[Sample]) -> bool:
         """Handle a failed write; True if the batch must be spooled (store away)."""
@@ -228,8 +260,10 @@ class Writer:
             log.error("%s and the memory backlog is full: %d samples dropped", why, len(lost))
 
     def _replay(self, *, force: bool, until: float | None = None) -> None:
+        self._reap(keep=self.opt.write_threads - 1)
         if self.spool.empty and not self._memory:
             return
+        self._reap(keep=0)
         now = time.monotonic()
         if not force and not self.store_ok and now - self._last_attempt < self.opt.retry_s:
             return
