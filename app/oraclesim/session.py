@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from .server import Simulator
 
 T = TypeVar("T")
+KILL_GRACE_S = 0.5
 SERVER_TYPE = {"dedicated": "DEDICATED", "shared": "SHARED", "pooled": "POOLED"}
 
 
@@ -302,11 +303,12 @@ class Session:
                 self.info.server = "NONE"
 
     async def kill(self, code: int) -> None:
-        """CONTROL packet: the client marks the connection dead; wait for it to go."""
+        """CONTROL packet as the answer: the client marks the connection dead. Wait briefly
+        for it to go (a sync client reads the CONTROL first), then close."""
         self._killed = True
         self.writer.write(control_error(code))
-        with contextlib.suppress(Closed):
-            await asyncio.wait_for(self.packet(), 30)
+        with contextlib.suppress(Closed, TimeoutError):
+            await asyncio.wait_for(self.packet(), KILL_GRACE_S)
         raise Closed
 
     def kill_now(self, code: int) -> None:

@@ -251,3 +251,110 @@ def test_refuse_faults_async(oraclesim):
         await conn.close()
 
     asyncio.run(run())
+
+
+def _pool(oraclesim, ping_interval: int):
+    return oracledb.create_pool(
+        user="scott",
+        password="tiger",
+        dsn=oraclesim.dsn(mode="pooled"),
+        min=1,
+        max=1,
+        ping_interval=ping_interval,
+    )
+
+
+def test_pool_acquire_replaces_a_connection_whose_ping_drops(oraclesim):
+    pool = _pool(oraclesim, 0)
+    try:
+        with pool.acquire() as conn:
+            first = conn.session_id
+        oraclesim.faults.add("drop", "ping", mode="pooled", count=1)
+        with pool.acquire() as conn:  # the driver drops the dead one and logs on again
+            assert conn.session_id != first
+            conn.ping()
+    finally:
+        pool.close(force=True)
+    outcomes = [
+        p["outcome"] for r in oraclesim.ground_truth() for p in r["phases"] if p["phase"] == "ping"
+    ]
+    assert "dropped" in outcomes
+
+
+def test_pool_acquire_replaces_a_dropped_connection_async(oraclesim):
+    async def run():
+        pool = oracledb.create_pool_async(
+            user="scott",
+            password="tiger",
+            dsn=oraclesim.dsn(mode="pooled"),
+            min=1,
+            max=1,
+            ping_interval=0,
+        )
+        try:
+            async with pool.acquire() as conn:
+                first = conn.session_id
+            oraclesim.faults.add("drop", "ping", mode="pooled", count=1)
+            async with pool.acquire() as conn:
+                assert conn.session_id != first
+                await conn.ping()
+        finally:
+            await pool.close(force=True)
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize(
+    "fault,expected",
+    [
+        ({"kind": "refuse", "phase": "query", "code": 942}, ("DatabaseError", "ORA-00942")),
+        ({"kind": "kill", "phase": "query"}, ("DatabaseError", "DPY-4033")),  # async: DPY-4011
+        ({"kind": "drop", "phase": "query"}, ("DatabaseError", "DPY-4011")),
+        ({"kind": "slow", "phase": "query", "delay_ms": 3000}, ("DatabaseError", "DPY-4024")),
+    ],
+)
+@pytest.mark.parametrize("flavor", ["sync-pool", "async-pool"])
+def test_faults_on_pooled_connections(oraclesim, fault, expected, flavor):
+    oraclesim.faults.clear()
+
+    def check(exc: BaseException) -> None:
+        want = expected
+        if flavor == "async-pool" and fault["kind"] == "kill":
+            # the asyncio driver only notices a CONTROL packet between calls; with a call in
+            # flight it sees the connection close that follows
+            want = ("DatabaseError", "DPY-4011")
+        assert (type(exc).__name__, code(exc)) == want
+
+    if flavor == "sync-pool":
+        pool = _pool(oraclesim, 60)
+        try:
+            with pool.acquire() as conn:
+                conn.call_timeout = 200
+                oraclesim.faults.add(count=1, **fault)
+                with pytest.raises(oracledb.Error) as ei:
+                    conn.cursor().execute("select 1 from dual")
+                check(ei.value)
+        finally:
+            pool.close(force=True)
+        return
+
+    async def run() -> None:
+        pool = oracledb.create_pool_async(
+            user="scott",
+            password="tiger",
+            dsn=oraclesim.dsn(mode="pooled"),
+            min=1,
+            max=1,
+            ping_interval=60,
+        )
+        try:
+            async with pool.acquire() as conn:
+                conn.call_timeout = 200
+                oraclesim.faults.add(count=1, **fault)
+                with pytest.raises(oracledb.Error) as ei:
+                    await conn.cursor().execute("select 1 from dual")
+                check(ei.value)
+        finally:
+            await pool.close(force=True)
+
+    asyncio.run(run())
