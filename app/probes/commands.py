@@ -200,7 +200,12 @@ def _open_csv(path: str | None, cmd: str) -> IO[str] | None:
 Period = Annotated[float, typer.Option("--period", help="runtime in seconds; default 60")]
 Interval = Annotated[float, typer.Option("--interval", help="interval between each run, default 1")]
 Logon = Annotated[
-    str, typer.Option("-l", "--logon", help="user/password@connect (leave out /password to be asked), or a PostgreSQL DSN")
+    str,
+    typer.Option(
+        "-l",
+        "--logon",
+        help="user/password@connect (leave out /password to be asked), or a PostgreSQL DSN",
+    ),
 ]
 CsvOut = Annotated[str | None, typer.Option("--csvoutput", help="write pure csv to the named file")]
 FlushOut = Annotated[bool, typer.Option("--flush-output", help="flush stdout after each line")]

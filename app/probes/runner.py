@@ -34,6 +34,7 @@ MAX_GRACE_S = 1.0
 # Cancel a stuck task at least this often, even when the grace is used up (each
 # round lets the task run once; python-oracledb needs two to give up a call).
 MIN_CANCEL_ROUNDS = 3
+RECANCEL_S = 0.1
 
 
 def _grace(deadline_s: float) -> float:
@@ -51,6 +52,15 @@ def _forget(task: asyncio.Task[None]) -> None:
         task.exception()  # retrieved: an abandoned run's late error is of no interest
 
 
+def _recancel(task: asyncio.Task[None]) -> None:
+    """Keep cancelling an abandoned task in the background until it ends, so that
+    nothing (asyncio.run's shutdown included) ever waits on it forever."""
+    if task.done():
+        return
+    task.cancel()
+    asyncio.get_running_loop().call_later(RECANCEL_S, _recancel, task)
+
+
 async def _finish(task: asyncio.Task[None], budget_s: float) -> bool:
     """Cancel ``task`` and keep cancelling it until it ends or ``budget_s`` runs out.
 
@@ -65,6 +75,7 @@ async def _finish(task: asyncio.Task[None], budget_s: float) -> bool:
         if left <= 0 and rounds >= MIN_CANCEL_ROUNDS:
             _ABANDONED.add(task)
             task.add_done_callback(_forget)
+            _recancel(task)
             return False
         task.cancel()
         rounds += 1

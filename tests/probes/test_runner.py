@@ -149,3 +149,37 @@ def test_driver_timeout_is_not_the_deadline() -> None:
 
     s = asyncio.run(run_once(DriverTimeout(ProbeSpec("dt", PostgresEndpoint("h", 1, "d", "u")))))
     assert s.status is SampleStatus.ERROR and s.error_code == "NET-ETIMEDOUT"
+
+
+def test_a_task_that_swallows_cancellation_is_abandoned_then_ended() -> None:
+    from app.probes import runner
+
+    class Stubborn(Probe):
+        name = "stubborn"
+        swallowed = 0
+
+        async def run(self, ctx: ProbeContext) -> None:
+            ctx.phase = "ping"
+            while True:  # like a driver that answers cancellation with another wait
+                try:
+                    await asyncio.sleep(3600)
+                except asyncio.CancelledError:
+                    Stubborn.swallowed += 1
+                    if Stubborn.swallowed >= 8:
+                        raise
+
+    async def go() -> tuple[object, float, int]:
+        t0 = time.perf_counter()
+        s = await run_once(Stubborn(ProbeSpec("x", PostgresEndpoint("h", 1, "d", "u"), 0.2)))
+        elapsed = time.perf_counter() - t0
+        abandoned = len(runner._ABANDONED)
+        for _ in range(50):
+            if not runner._ABANDONED:
+                break
+            await asyncio.sleep(0.05)
+        return s, elapsed, abandoned
+
+    s, elapsed, abandoned = asyncio.run(go())
+    assert s.status is SampleStatus.TIMEOUT  # type: ignore[attr-defined]
+    assert elapsed <= 0.2 * 1.10
+    assert abandoned == 1 and not runner._ABANDONED  # ended by the background re-cancels
