@@ -44,7 +44,9 @@ def error(
     cursor_id: int = 0,
     rowcount: int = 0,
     call_status: int = 0,
+    field_version: int = 13,
 ) -> Writer:
+    """ERROR; field_version is the client's TTC field version (before negotiation: 24)."""
     w.u8(MSG_ERROR).uint(call_status).uint(0).uint(0).uint(0).uint(0).uint(0)
     w.uint(cursor_id).uint(0)  # cursor id, error position
     w.raw(bytes(6))  # sql type, fatal, flags, user cursor options, UPI parameter, flags
@@ -52,6 +54,8 @@ def error(
     w.uint(0).u8(0).u8(0).uint(0).uint(0).uint(0)  # OS error, stmt#, call#, pad, iters, oerrdd
     w.uint(0).uint(0).uint(0)  # batch errors, offsets, messages
     w.uint(code).uint(rowcount)
+    if field_version >= 14:  # 20.1 and later: SQL type, server checksum
+        w.uint(0).uint(0)
     if code:
         w.str_(text or ora_text(code))
     return w

@@ -199,8 +199,14 @@ class Session:
             prec = self.rec.begin("logon")
         else:
             prec = self.rec.begin("negotiate")
-            extra, _ = await self.apply_faults("negotiate", prec)
+            extra, answer = await self.apply_faults("negotiate", prec)
             await self.inject("negotiate", prec, extra)
+            if answer is not None:
+                self.end(prec, "killed" if answer.kind == "kill" else f"error:{answer.code}")
+                if answer.kind == "kill":
+                    await self.kill(answer.code)
+                self.send(msg.error(Writer(), answer.code, field_version=24).getvalue())
+                return False
             self.send(neg.protocol_reply(self.sim.banner))
             await self.whole(neg.skip_data_types_request)
             self.end(prec)

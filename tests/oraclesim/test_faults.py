@@ -358,3 +358,11 @@ def test_faults_on_pooled_connections(oraclesim, fault, expected, flavor):
             await pool.close(force=True)
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("kind,expected", [("refuse", "ORA-01034"), ("kill", "DPY-4033")])
+def test_refuse_and_kill_during_negotiation(oraclesim, kind, expected):
+    oraclesim.faults.add(kind, "negotiate", code=1034 if kind == "refuse" else None)
+    with pytest.raises(oracledb.DatabaseError) as ei:
+        connect(oraclesim)
+    assert code(ei.value) == expected
