@@ -57,3 +57,16 @@ def test_serves_the_defaults_until_a_signal(sig):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_port_in_use_is_a_one_line_error():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        result = CliRunner().invoke(cli, ["simulate", "--port", str(port)])
+    assert result.exit_code == 2
+    assert "connwatch simulate: error: cannot listen on 127.0.0.1:" in result.output
+    assert "Traceback" not in result.output
