@@ -98,8 +98,8 @@ def setup_series(
 
 def due(ids: list[int], interval_ms: int, t0: datetime, t1: datetime) -> int:
     """Instants in [t0, t1) summed over the series."""
-    a = int(t0.timestamp() * 1000)
-    b = int(t1.timestamp() * 1000)
+    a = -int(-t0.timestamp() * 1000 // 1)  # first whole ms at or after t0
+    b = -int(-t1.timestamp() * 1000 // 1)
     total = 0
     for sid in ids:
         off = phase_offset_ms(sid, interval_ms)
@@ -163,7 +163,7 @@ def cadence(
     lags = sorted(float(r[2]) for r in ran)
     by_status: dict[str, int] = {}
     for r in rows:
-        key = r[0] if r[0] != "error" else f"error:{r[1]}"
+        key = r[0] if r[0] in ("ok", "timeout") else f"{r[0]}:{r[1]}"
         by_status[key] = by_status.get(key, 0) + 1
     runs = marks["runs1"] - marks["runs0"]
     return {

@@ -18,6 +18,7 @@ class AgentOptions:
     # Logons per second (token buckets; burst = one second's worth)
     logons_per_s: float = 200.0  # the whole agent
     target_logons_per_s: float = 20.0  # one target (all its modes and series)
+    switch_interval_s: float = 0.001  # sys.setswitchinterval while the agent runs
     thick_threads: int = 8  # worker threads for thick-mode (blocking) driver calls
     # Coordination with the store and the other agents
     poll_s: float = 1.0  # series fingerprint, locks, heartbeat
