@@ -230,18 +230,34 @@ CW.builders.sweep = (data) => ({
   empty: data.modes.every((m) => m.levels.length === 0),
 });
 
-CW.drawChart = async (el) => {
+/* One fetch per distinct URL per redraw (several charts may share one API answer);
+   a page may embed the first answer (data-inline = id of a JSON script) to save a call. */
+CW.fetchCache = new Map();
+CW.getJSON = (url) => {
+  const key = url.toString();
+  if (!CW.fetchCache.has(key)) {
+    CW.fetchCache.set(key, fetch(url).then(async (res) => {
+      if (!res.ok) throw new Error(`HTTP ${res.status}: ${(await res.text()).slice(0, 200)}`);
+      return res.json();
+    }));
+  }
+  return CW.fetchCache.get(key);
+};
+
+CW.drawChart = async (el, zoomed = false) => {
   const url = new URL(el.dataset.src, location.origin);
   if (el.hasAttribute("data-windowed")) CW.windowParams().forEach((v, k) => url.searchParams.set(k, v));
   el.setAttribute("aria-busy", "true");
-  const res = await fetch(url);
-  if (!res.ok) {
+  let data;
+  const inline = !zoomed && el.dataset.inline && document.getElementById(el.dataset.inline);
+  try {
+    data = inline ? JSON.parse(inline.textContent) : await CW.getJSON(url);
+  } catch (err) {
     el.dataset.state = "error";
-    el.textContent = `could not load ${url.pathname}: HTTP ${res.status}`;
+    el.textContent = `could not load ${url.pathname}: ${err.message}`;
     el.removeAttribute("aria-busy");
     return;
   }
-  const data = await res.json();
   const fig = CW.builders[el.dataset.chart](data);
   el.dataset.state = fig.empty ? "empty" : "ready";
   el.dataset.points = String(fig.traces.reduce((a, t) => a + ((t.y || t.x || []).length), 0));
@@ -259,20 +275,23 @@ CW.drawChart = async (el) => {
       const a = ev["xaxis.range[0]"], b = ev["xaxis.range[1]"];
       if (a !== undefined && b !== undefined) {
         CW.setWindow(CW.fromLocal(a), CW.fromLocal(b));
-        CW.drawAll(true);
+        CW.drawAll(true, true);
       }
     });
   }
 };
 
-CW.drawAll = (windowedOnly = false) => Promise.all(
+CW.drawAll = (windowedOnly = false, zoomed = false) => {
+  CW.fetchCache.clear();
+  return Promise.all(
   [...document.querySelectorAll("[data-chart]")]
     .filter((el) => !windowedOnly || el.hasAttribute("data-windowed"))
-    .map((el) => CW.drawChart(el).catch((err) => {
+    .map((el) => CW.drawChart(el, zoomed).catch((err) => {
       el.dataset.state = "error";
       el.textContent = `chart failed: ${err}`;
     })),
-);
+  );
+};
 
 /* ---- overview refresh: fetch the same page and swap the table ---- */
 CW.initRefresh = () => {

@@ -164,7 +164,10 @@ def api_timeseries(
     range_: RangeQ = None,
     from_: FromQ = None,
     to: ToQ = None,
-    points: Annotated[int, Query(ge=10, le=2000, description="at most this many buckets")] = 400,
+    points: Annotated[
+        int | None,
+        Query(ge=10, le=5000, description="at most this many buckets (default: by range)"),
+    ] = None,
 ) -> TimeseriesOut:
     target = target_or_404(conn, name)
     window = parse_range(range_, from_, to)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
@@ -22,6 +24,7 @@ from app.web.render import make_templates
 from app.web.timerange import RangeError
 
 __all__ = ["create_app", "get_engine"]
+log = logging.getLogger(__name__)
 
 
 def _wants_html(request: Request) -> bool:
@@ -71,6 +74,16 @@ def create_app(engine: Engine, *, vault: Vault | None = None) -> FastAPI:
     app.state.vault = vault
     app.state.templates = make_templates(TEMPLATES_DIR, STATIC_DIR)
 
+    @app.middleware("http")
+    async def server_timing(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        # Time to the response head (for streamed bodies, the first chunk comes later).
+        t0 = time.perf_counter_ns()
+        response = await call_next(request)
+        response.headers["Server-Timing"] = f"app;dur={(time.perf_counter_ns() - t0) / 1e6:.2f}"
+        return response
+
     @app.exception_handler(RangeError)
     async def _range_error(request: Request, exc: RangeError) -> Response:
         return _error_page(request, 422, str(exc))
@@ -78,6 +91,12 @@ def create_app(engine: Engine, *, vault: Vault | None = None) -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> Response:
         return _error_page(request, 422, _validation_message(exc))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> Response:
+        # A bug, not bad input: log it (the traceback stays in the log) and answer plainly.
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return _error_page(request, 500, f"internal error ({type(exc).__name__}); see the log")
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:

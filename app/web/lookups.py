@@ -52,7 +52,7 @@ class TargetInfo:
     enabled: bool
     has_password: bool
     password_ref: str | None  # a reference (env:/file:) is not a secret; a token is never read
-    labels: dict[str, str]
+    labels: dict[str, Any]
     modes: list[ModeInfo] = field(default_factory=list)
 
     def mode(self, name: str) -> ModeInfo | None:

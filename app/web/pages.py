@@ -139,6 +139,9 @@ def compare_page(
             "base": base,
             "phase": phase,
             "view": view,
+            # the charts' first answer, embedded (the same JSON /api/v1/compare returns);
+            # "</" is escaped so the JSON cannot close the script element
+            "view_json": view.model_dump_json().replace("</", "<\\/") if view else "",
             "api_query": urlencode(query),
         },
     )

@@ -7,6 +7,7 @@ milliseconds, colours, and the overview's summary of the store's buckets.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -99,6 +100,25 @@ def overview_stats(
 
 
 MAX_FAILED_SAMPLES = 2000
+RAW_SPAN = timedelta(days=2)
+HOURLY_SPAN = timedelta(days=92)
+
+
+def points_for(span: timedelta, requested: int | None) -> int:
+    """The chart's bucket budget: ``requested``, or by default one that lands on a grain.
+
+    Up to 2 days the store answers from raw samples (400 buckets); beyond, a budget of
+    one bucket per hour (up to ~92 days) or per day makes the store read its 1-hour or
+    1-day rollup rows as they are instead of merging them into wider buckets, which
+    is several times faster (docs/benchmarks.md, "Web").
+    """
+    if requested is not None:
+        return requested
+    if span <= RAW_SPAN:
+        return 400
+    if span <= HOURLY_SPAN:
+        return math.ceil(span / timedelta(hours=1)) + 1
+    return math.ceil(span / timedelta(days=1)) + 1
 
 
 def _failure_codes(
@@ -136,7 +156,7 @@ def target_timeseries(
     *,
     phase: str,
     probe: str,
-    points: int,
+    points: int | None,
 ) -> TimeseriesOut:
     """One band chart's data: per mode, p50 with its band, per bucket; error markers.
 
@@ -144,7 +164,8 @@ def target_timeseries(
     """
     modes = [m for m in target.modes if m.name in mode_names]
     owner = connping_ids(modes, probe)
-    res = timeseries(conn, list(owner), window.start, window.end, phase=phase, max_points=points)
+    budget = points_for(window.span, points)
+    res = timeseries(conn, list(owner), window.start, window.end, phase=phase, max_points=budget)
     grouped = _by_mode(res.points, owner)
     out_modes: list[ModeTimeseries] = []
     marks: list[ErrorMark] = []

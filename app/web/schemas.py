@@ -37,7 +37,7 @@ class TargetOut(BaseModel):
     description: str
     enabled: bool
     password: str = Field(description="'encrypted', 'reference' or 'none' (never the value)")
-    labels: dict[str, str]
+    labels: dict[str, Any]
     modes: list[ModeOut]
 
 
