@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
 
+from app.credentials import Vault
+from app.samples import Sample, SampleStatus
 from app.store.compare import ModeStats
+from app.store.samples import write_samples
+from app.targets import import_targets, parse_targets
 from app.web.comparing import sentence, weighted_quantiles
 from tests.web.data import Seeded
 
@@ -84,3 +92,37 @@ def test_sweep_without_sweeps_is_empty_not_an_error(client: TestClient, seeded: 
     res = client.get("/api/v1/compare/sweep", params={"target": "sales"})
     assert res.status_code == 200
     assert all(m["levels"] == [] for m in res.json()["modes"])
+
+
+def test_sweep_chart_reads_the_newest_run_per_mode(migrated_engine: Engine, vault: Vault) -> None:
+    from app.web.app import create_app
+
+    doc = parse_targets(
+        "targets:\n  - name: sw\n    kind: oracle\n    dsn: h:1521/S\n    username: u\n"
+        "    modes:\n      - name: dedicated\n        probes: [{probe: sweep, interval: 1m}]\n",
+        "t",
+    )
+    with migrated_engine.begin() as conn:
+        import_targets(conn, doc, vault)
+        sid = conn.execute(text("select id from series where probe = 'sweep'")).scalar_one()
+    now = datetime.now(UTC).replace(microsecond=0)
+
+    def run(at: datetime, scale: float) -> Sample:
+        levels = [
+            {"level": lv, "logons": 20, "errors": 0, "throughput_per_s": 100.0 / lv,
+             "logon_ns": {"p50": int(scale * lv * 1e7), "p90": int(scale * lv * 2e7)}}
+            for lv in (4, 1, 2)
+        ]  # fmt: skip
+        return Sample(sid, at, at, SampleStatus.OK, logon_ns=int(1e7), extra={"levels": levels})
+
+    with migrated_engine.begin() as conn:
+        write_samples(
+            conn, [run(now - timedelta(minutes=30), 9.0), run(now - timedelta(minutes=5), 1.0)]
+        )
+    with TestClient(create_app(migrated_engine, vault=vault)) as client:
+        res = client.get("/api/v1/compare/sweep", params={"target": "sw", "range": "1h"})
+    assert res.status_code == 200, res.text
+    mode = res.json()["modes"][0]
+    assert mode["levels"] == [1, 2, 4]
+    assert mode["p50"] == [10.0, 20.0, 40.0]
+    assert mode["p90"] == [20.0, 40.0, 80.0]
