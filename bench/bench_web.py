@@ -65,7 +65,8 @@ def urls(target: str, now: datetime) -> dict[str, list[str]]:
     pages += [f"/target/{t}?range={r}" for r in RANGES]
     pages += [f"/compare?target={t}&range={r}" for r in ("24h", "30d", "1y")]
     pages += ["/spikes?range=24h", "/spikes?range=7d", "/samples?range=1h"]
-    api = ["/api/v1/overview", "/api/v1/targets", "/api/v1/agents", "/metrics"]
+    # /healthz touches no database: the noise floor of the same run, for ratios
+    api = ["/healthz", "/api/v1/overview", "/api/v1/targets", "/api/v1/agents", "/metrics"]
     api += [f"/api/v1/targets/{t}/timeseries?phase=logon&range={r}" for r in RANGES]
     api += [f"/api/v1/targets/{t}/timeseries?phase=logon&from={zoom_from}&to={zoom_to}"]
     api += [f"/api/v1/targets/{t}/breakdown?by=instance&range={r}" for r in ("1h", "24h", "7d")]
