@@ -134,7 +134,7 @@ def compare(
     check_phase(phase)
     check_range(start, end)
     p = choose(start, end, MAX_BLOCKS, allow_raw=False)
-    grain, a, b = p.grain, p.start, p.end
+    grain, a, b = p.grain, p.data_start, p.data_end
     src = (
         f"select s.mode_id, date_bin(:step, r.bucket, {ORIGIN_SQL}) as bucket, r.n, r.n_ok, "
         f"r.n_error, r.n_timeout, r.n_skipped, r.{phase}_n, r.{phase}_min, r.{phase}_max, "

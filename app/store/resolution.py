@@ -17,10 +17,10 @@ source is then:
   ~150 days, from 1-day rollups beyond.
 
 Buckets are aligned to multiples of the step from Monday 2000-01-03 00:00 UTC, so
-they line up across ranges; the first and last bucket may cover only part of a step.
-Raw data is filtered to exactly ``[start, end)``; rollups to whole rows of their
-table (the range widened to the table's width), which the plan's ``start``/``end``
-report.
+they line up across ranges (``Plan.start``/``end`` are the grid: the range floored
+and ceiled to the step). What is read is exactly ``[start, end)`` from raw samples,
+and whole rows of a rollup table (``Plan.data_start``/``data_end``), so the first
+and last bucket may hold only part of a step.
 """
 
 from __future__ import annotations
@@ -51,13 +51,15 @@ STEPS: tuple[timedelta, ...] = tuple(
 class Plan:
     grain: Grain
     step: timedelta
-    start: datetime  # data filter: exact for raw, widened to the table's width for rollups
-    end: datetime  # exclusive
+    start: datetime  # the bucket grid: start floored to the step
+    end: datetime  # exclusive, end ceiled to the step
+    data_start: datetime  # what is read: exactly start for raw, floored to the table's width
+    data_end: datetime  # exclusive: exactly end for raw, ceiled to the table's width
 
     @property
     def buckets(self) -> int:
         """How many step buckets the range touches (an upper bound on points per series)."""
-        return int((ceil_to(self.end, self.step) - floor_to(self.start, self.step)) / self.step)
+        return int((self.end - self.start) / self.step)
 
 
 def floor_to(t: datetime, step: timedelta) -> datetime:
@@ -112,7 +114,7 @@ def choose(
     step = next((s for s in STEPS if span / s <= max_points), STEPS[-1])
     raw_ok = allow_raw and span <= RAW_MAX_SPAN and (raw_from is None or start >= raw_from)
     if raw_ok:
-        return Plan(RAW, step, start, end)
+        return Plan(RAW, step, floor_to(start, step), ceil_to(end, step), start, end)
     if span > MINUTE_MAX_SPAN or (minute_from is not None and start < minute_from):
         step = max(step, HOUR.width)
     step = max(step, MINUTE.width)
@@ -126,7 +128,14 @@ def choose(
         grain = HOUR
     else:
         grain = MINUTE
-    return Plan(grain, step, floor_to(start, grain.width), ceil_to(end, grain.width))
+    return Plan(
+        grain,
+        step,
+        floor_to(start, step),
+        ceil_to(end, step),
+        floor_to(start, grain.width),
+        ceil_to(end, grain.width),
+    )
 
 
 def plan(

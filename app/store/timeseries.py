@@ -46,8 +46,8 @@ class SeriesResult:
     phase: str
     source: str  # "raw", "1m", "1h" or "1d": which table answered
     step: timedelta
-    start: datetime
-    end: datetime
+    start: datetime  # first bucket (the range floored to the step)
+    end: datetime  # end of the last bucket (the range ceiled to the step)
     points: list[Point]
 
 
@@ -102,7 +102,7 @@ def timeseries(
     """One point per (series, bucket) with data in ``[start, end)`` (widened to whole steps)."""
     check_phase(phase)
     p = plan(conn, start, end, max_points, n_series=max(1, len(series_ids)))
-    params = {"ids": list(series_ids), "a": p.start, "b": p.end, "step": p.step}
+    params = {"ids": list(series_ids), "a": p.data_start, "b": p.data_end, "step": p.step}
     points: list[Point] = []
     if p.grain is RAW:
         for r in conn.execute(text(_raw_sql(phase)), params):
