@@ -286,30 +286,15 @@ def test_sweep_oracle_modes_table(oraclesim: object) -> None:
 
 
 def test_wired_into_the_connwatch_cli(pg_cluster: PgCluster) -> None:
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "app.cli",
-            "connping",
-            "-l",
-            _dsn(pg_cluster),
-            "--period=0.4",
-            "--interval=0.2",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    assert res.returncode == 0, res.stderr
-    assert CONNPING_LINE.match(res.stdout.splitlines()[0])
+    from typer.testing import CliRunner
+
+    from app.cli import cli
+
+    runner = CliRunner()
+    res = runner.invoke(cli, ["connping", "-l", _dsn(pg_cluster), "--period=0.4", "--interval=0.2"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert CONNPING_LINE.match(lines[0]) and SUMMARY.match(lines[-1])
     for cmd in ("connping", "ociping", "sweep"):
-        res = subprocess.run(
-            [sys.executable, "-m", "app.cli", cmd, "--help"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=Path(__file__).resolve().parents[2],
-        )
-        assert res.returncode == 0 and "--logon" in res.stdout, res.stderr
+        res = runner.invoke(cli, [cmd, "--help"])
+        assert res.exit_code == 0 and "--logon" in res.output, res.output
