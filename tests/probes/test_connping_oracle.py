@@ -131,3 +131,51 @@ def test_hung_server_does_not_stall_other_probes(oraclesim: OracleSimHandle) -> 
     assert hung_sample.status is SampleStatus.TIMEOUT  # type: ignore[attr-defined]
     assert all(s.ok for s in oks)  # type: ignore[attr-defined]
     assert ok_elapsed < 1.0  # all five finished while the other probe was still hung
+
+
+def test_tnsnames_alias_in_config_dir(oraclesim: OracleSimHandle, tmp_path: object) -> None:
+    from pathlib import Path
+
+    d = Path(str(tmp_path))
+    (d / "tnsnames.ora").write_text(
+        "CW_POOLED = (DESCRIPTION=(ADDRESS=(PROTOCOL=tcp)(HOST=127.0.0.1)"
+        f"(PORT={oraclesim.port}))(CONNECT_DATA=(SERVICE_NAME=FREEPDB1)(SERVER=pooled)))\n"
+    )
+    from app.probes.spec import OracleEndpoint, Purity
+
+    ep = OracleEndpoint(
+        "CW_POOLED",
+        "scott",
+        "tiger",
+        config_dir=str(d),
+        cclass="CWALIAS",
+        purity=Purity.SELF,
+        sdu=16384,
+    )
+    (s,) = run_probe(ProbeSpec("connping", ep))
+    assert s.ok, s.error_message
+    assert s.server_type == "POOLED"
+    truth = [c for c in oraclesim.ground_truth() if c["sid"] == s.sid][-1]
+    assert truth["cclass"] == "CWALIAS" and truth["purity"] in (2, "self", "SELF")
+
+
+def test_unknown_alias_is_a_dpy_error(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from app.probes.spec import OracleEndpoint
+
+    d = Path(str(tmp_path))
+    (d / "tnsnames.ora").write_text("OTHER = (DESCRIPTION=(ADDRESS=(HOST=h)(PORT=1)))\n")
+    (s,) = run_probe(ProbeSpec("connping", OracleEndpoint("NOPE", "scott", "x", config_dir=str(d))))
+    assert s.error_class is ErrorClass.DPY and s.error_code == "DPY-4000"  # alias not found
+    assert s.error_phase == "logon:tcp_connect"
+
+
+def test_slow_ping_shows_in_ping_time_only(oraclesim: OracleSimHandle) -> None:
+    oraclesim.faults.add("slow", "ping", delay_ms=40)
+    (s,) = run_probe(ProbeSpec("connping", oracle_endpoint(oraclesim)))
+    assert s.ok and s.ping_ns is not None and s.logon_ns is not None
+    assert s.ping_ns >= 40_000_000
+    truth = [c for c in oraclesim.ground_truth() if c["sid"] == s.sid][-1]
+    injected = {p["phase"]: p["injected_ns"] for p in truth["phases"] if p["injected_ns"]}
+    assert set(injected) == {"ping"}  # the delay was put on the pings, nowhere else
