@@ -149,7 +149,9 @@ def write_samples(conn: Connection | psycopg.Connection[Any], samples: Sequence[
             "on conflict do nothing returning series_id, scheduled_at), "
             "d as (insert into rollup_dirty (series_id, bucket) "
             f"select distinct series_id, date_bin('1 minute', scheduled_at, {ORIGIN_SQL}) "
-            "from ins on conflict do nothing) "
+            # DO UPDATE (a no-op) locks an existing pair until this transaction ends, so a
+            # rollup pass cannot take and clear it before these samples are visible.
+            "from ins on conflict (bucket, series_id) do update set bucket = excluded.bucket) "
             "select count(*) from ins"
         )
         got = cur.fetchone()

@@ -131,3 +131,22 @@ def test_rollups_keep_series_apart(engine: Engine) -> None:
         rows = dict(conn.execute(text("select series_id, total_p50 from rollup_1h")).all())
     assert abs(rows[ids["dedicated"]] - 60e6) / 60e6 <= MAX_RELATIVE_ERROR
     assert abs(rows[ids["shared"]] - 40e6) / 40e6 <= MAX_RELATIVE_ERROR
+
+
+def test_a_rollup_pass_never_loses_samples_still_being_written(engine: Engine) -> None:
+    sid = make_series(engine, "t1")["dedicated"]
+    with engine.begin() as conn:
+        write_samples(conn, [ok(sid, T0, 50)])  # minute T0 is now pending
+    writer = engine.connect()
+    try:
+        tx = writer.begin()
+        write_samples(writer, [ok(sid, T0 + timedelta(seconds=10), 70)])  # not committed yet
+        # the pass must leave the minute alone while the writer holds it...
+        assert roll_up_pending(engine).minutes == 0
+        tx.commit()
+    finally:
+        writer.close()
+    # ...and pick it up, with both samples, once the write is visible
+    assert roll_up_pending(engine).minutes == 1
+    with engine.connect() as conn:
+        assert conn.execute(text("select n from rollup_1m")).scalar_one() == 2
