@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
@@ -231,3 +233,15 @@ def test_agents_page_shows_heartbeat_lag_skips_and_spool(
     metrics = client.get("/metrics").text
     assert 'connwatch_agent_up{agent="agent-a",site="dc1"} 1' in metrics
     assert 'connwatch_agent_up{agent="agent-b",site="dc2"} 0' in metrics
+
+
+def test_the_typed_password_never_reaches_the_logs(
+    client: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG):
+        client.post("/targets/new", data=_form(), follow_redirects=False)
+        client.post("/targets/new", data=_form(name="bad name"), headers=HTML)  # 422 path
+        client.post("/targets/billing/edit", data=_form(dsn="u/p@h:1/x"), headers=HTML)
+        client.get("/targets/billing/edit", headers=HTML)
+    assert caplog.records, "something was logged at DEBUG (SQL, HTTP)"
+    assert PW not in caplog.text
