@@ -183,3 +183,32 @@ def test_a_task_that_swallows_cancellation_is_abandoned_then_ended() -> None:
     assert s.status is SampleStatus.TIMEOUT  # type: ignore[attr-defined]
     assert elapsed <= 0.2 * 1.10
     assert abandoned == 1 and not runner._ABANDONED  # ended by the background re-cancels
+
+
+@pytest.mark.parametrize(
+    ("kind", "params", "phase"),
+    [
+        ("poolacquire", {}, "acquire"),
+        ("sweep", {"levels": [1, 2], "logons": 2}, "level 1"),
+        ("sessionping", {}, "logon:connect"),
+        ("commit", {}, "logon:connect"),
+    ],
+)
+def test_every_probe_kind_times_out_on_a_hanging_listener(
+    kind: str, params: dict[str, object], phase: str
+) -> None:
+    deadline = 0.4
+    with hanging_listener() as port:
+
+        async def go() -> tuple[object, float, int]:
+            probe = create_probe(ProbeSpec(kind, _oracle(port), deadline_s=deadline, params=params))
+            t0 = time.perf_counter()
+            s = await run_once(probe)
+            elapsed = time.perf_counter() - t0
+            await probe.close()
+            await asyncio.sleep(0.05)
+            return s, elapsed, len(asyncio.all_tasks()) - 1
+
+        s, elapsed, tasks = asyncio.run(go())
+    assert s.status is SampleStatus.TIMEOUT and s.error_phase == phase  # type: ignore[attr-defined]
+    assert elapsed <= deadline * 1.10 and tasks == 0
