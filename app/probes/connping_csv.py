@@ -19,7 +19,7 @@ not printed) and marked ``extra["time_estimated"] = True``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 
 from app.probes.rwlformat import DEFAULT_UTCFORMAT
@@ -76,6 +76,23 @@ def _parse_utc(text: str, pattern: re.Pattern[str], line: int) -> datetime:
         raise ConnpingCsvError(f"line {line}: UTCTIME {text!r}: {exc}") from None
 
 
+def _text_lines(lines: Iterable[str]) -> Iterator[str]:
+    """The lines, with a file that is not text reported as bad input, not a crash."""
+    n = 0
+    source = iter(lines)
+    while True:
+        try:
+            line = next(source)
+        except StopIteration:
+            return
+        except UnicodeDecodeError:
+            raise ConnpingCsvError(f"not UTF-8 text (at or after line {n + 1})") from None
+        n += 1
+        if "\0" in line:
+            raise ConnpingCsvError(f"line {n}: not text (NUL byte)")
+        yield line
+
+
 def parse_connping_csv(
     lines: Iterable[str],
     *,
@@ -85,7 +102,7 @@ def parse_connping_csv(
     series_id: int | None = None,
 ) -> list[Sample]:
     """Parse connping CSV lines into Samples (raises ConnpingCsvError on bad input)."""
-    it = iter(lines)
+    it = _text_lines(lines)
     header = None
     lineno = 0
     for raw in it:

@@ -58,3 +58,12 @@ def test_no_timestamp_needs_schedule_and_marks_estimate() -> None:
 def test_bad_files_say_where(lines: list[str], message: str) -> None:
     with pytest.raises(ConnpingCsvError, match=message):
         parse_connping_csv(lines)
+
+
+def test_binary_file_is_bad_input(tmp_path: object) -> None:
+    from pathlib import Path
+
+    f = Path(str(tmp_path)) / "x.csv"
+    f.write_bytes(b"# CONN OCI DUAL SID INST EPOCH\n\xff\xfe\x00garbage\n")
+    with f.open(newline="") as fh, pytest.raises(ConnpingCsvError, match="not UTF-8 text"):
+        parse_connping_csv(fh)
