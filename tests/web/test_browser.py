@@ -157,3 +157,19 @@ def test_keyboard_reaches_the_navigation_and_the_range_picker(
         focused.append(page.evaluate("document.activeElement.textContent.trim()"))
     assert "24h" in focused
     assert page.console_errors == []
+
+
+def test_mode_filter_goes_into_the_url_and_the_charts(
+    live_server: LiveServer, data: Seeded, page: Any
+) -> None:
+    page.goto(live_server.url + "/target/sales?range=6h")
+    _chart_ready(page, "#chart-logon")
+    page.locator("input[data-mode][value=pooled]").uncheck()
+    page.get_by_role("button", name="Apply").click()
+    page.wait_for_url(re.compile(r"modes=dedicated%2Cshared"))
+    _chart_ready(page, "#chart-logon")
+    names = page.eval_on_selector("#chart-logon", "el => el.data.map(t => t.name || '')")
+    assert any("shared" in n for n in names)
+    assert not any("pooled" in n for n in names)
+    assert "range=6h" in page.url
+    assert page.console_errors == []
