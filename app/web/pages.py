@@ -31,7 +31,14 @@ REFRESH_S = 30
 
 
 @router.get("/", response_class=HTMLResponse)
-def overview(request: Request, conn: ConnDep, templates: TemplatesDep) -> Response:
+def overview(
+    request: Request,
+    conn: ConnDep,
+    templates: TemplatesDep,
+    refresh: Annotated[
+        int, Query(ge=2, le=3600, description="seconds between refreshes")
+    ] = REFRESH_S,
+) -> Response:
     now = datetime.now(UTC)
     targets = load_targets(conn)
     rows = build_rows(targets, overview_stats(conn, targets, now), now)
@@ -47,7 +54,7 @@ def overview(request: Request, conn: ConnDep, templates: TemplatesDep) -> Respon
             "rows": rows,
             "counts": counts,
             "now": now,
-            "refresh_s": REFRESH_S,
+            "refresh_s": refresh,
             "spark": sparkline_svg,
         },
     )

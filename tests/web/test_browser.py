@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from app.targets import import_targets, parse_targets
 from tests.fixtures.browser import LiveServer
 from tests.web.data import SECRET_PW, Seeded, seed
 
@@ -172,4 +173,23 @@ def test_mode_filter_goes_into_the_url_and_the_charts(
     assert any("shared" in n for n in names)
     assert not any("pooled" in n for n in names)
     assert "range=6h" in page.url
+    assert page.console_errors == []
+
+
+def test_overview_refreshes_itself(live_server: LiveServer, data: Seeded, page: Any) -> None:
+    page.goto(live_server.url + "/?refresh=2")
+    page.wait_for_selector("#overview-table")
+    assert page.locator("text=late-arrival").count() == 0
+    with live_server.engine.begin() as conn:
+        import_targets(
+            conn,
+            parse_targets(
+                "targets:\n  - {name: late-arrival, kind: postgres, dsn: 'h:5432/d', "
+                "username: u, modes: [{name: direct}]}\n",
+                "t",
+            ),
+            live_server.vault,
+        )
+    page.wait_for_selector("#overview-table >> text=late-arrival", timeout=10000)
+    assert page.url.endswith("/?refresh=2")  # refreshed in place, not reloaded
     assert page.console_errors == []
