@@ -107,6 +107,7 @@ class Agent:
         loop.set_default_executor(
             ThreadPoolExecutor(self.opt.thick_threads, thread_name_prefix="connwatch-driver")
         )
+        self._quiet_cancelled_reads(loop)
         self.writer.start()
         self.scheduler.start()
         self._tasks = [
@@ -115,6 +116,36 @@ class Agent:
         ]
         self.started = True
         log.info("agent %s started at site %s", self.name, self.site)
+
+    def _quiet_cancelled_reads(self, loop: asyncio.AbstractEventLoop) -> None:
+        """python-oracledb thin (26.1) raises InvalidStateError from ``data_received`` when
+        a reply arrives for a read the runner's deadline already cancelled; asyncio then
+        closes that connection (the probe reconnects next run) and logs a traceback per
+        connection. Count those and log one line a minute instead of flooding the log."""
+        previous = loop.get_exception_handler()
+        state = {"n": 0, "last": 0.0}
+
+        def handler(lp: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+            exc = context.get("exception")
+            if isinstance(exc, asyncio.InvalidStateError) and "data_received" in str(
+                context.get("message", "")
+            ):
+                state["n"] += 1
+                now = time.monotonic()
+                if now - state["last"] >= 60:
+                    log.warning(
+                        "%d connection(s) closed after a late reply to a timed-out call "
+                        "(python-oracledb thin); their series reconnect at the next run",
+                        state["n"],
+                    )
+                    state["n"], state["last"] = 0, now
+                return
+            if previous is not None:
+                previous(lp, context)
+            else:
+                lp.default_exception_handler(context)
+
+        loop.set_exception_handler(handler)
 
     async def stop(self) -> None:
         """Stop probing, flush every sample (store or spool), give up the series."""
