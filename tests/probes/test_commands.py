@@ -165,6 +165,9 @@ def test_bad_input_is_a_clear_error() -> None:
     )
     res = _run("connping", "-l", "a/b@h/s", "--interval=0")
     assert res.returncode == 2 and "--interval must be a positive" in res.stderr
+    res = _run("connping", "-l", "a/b@h/s", "--csvoutput=/nonexistent-dir/x.csv")
+    assert res.returncode == 2
+    assert "connping: error: --csvoutput: cannot write /nonexistent-dir/x.csv" in res.stderr
     res = _run("sweep", "-l", "a/b@h/s", "--levels=1,x")
     assert res.returncode == 2 and "--levels must be a comma-separated list" in res.stderr
     assert "Traceback" not in res.stderr
