@@ -131,3 +131,12 @@ def test_sweep_counts_refusals(oraclesim: OracleSimHandle) -> None:
 def test_poolacquire_reports_the_server_type(oraclesim: OracleSimHandle) -> None:
     (s,) = run_probe(ProbeSpec("poolacquire", oracle_endpoint(oraclesim, "pooled")))
     assert s.ok and s.server_type == "POOLED" and s.sid is not None
+
+
+@pytest.mark.parametrize("boundary", ["statement", "transaction"])
+def test_drcp_implicit_pooling_boundary(oraclesim: OracleSimHandle, boundary: str) -> None:
+    ep = oracle_endpoint(oraclesim, "pooled", pool_boundary=boundary)
+    for kind in ("connping", "sessionping", "commit"):
+        samples = run_probe(ProbeSpec(kind, ep), 2)
+        assert all(s.ok for s in samples), (kind, [s.error_message for s in samples])
+        assert samples[0].server_type == "POOLED"
