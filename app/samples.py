@@ -83,7 +83,8 @@ class Sample:
     error_class: ErrorClass | None = None
     error_code: str | None = None  # e.g. "ORA-01017", "DPY-6005", "TNS-12520", "PG-28P01"
     error_phase: str | None = None  # the phase that failed or hung: "logon", "ping", ...
-    error_message: str | None = None  # first line, secrets removed, at most 500 chars
+    # the driver message (lines joined by " | "), secrets removed, at most 500 chars
+    error_message: str | None = None
     sid: int | None = None
     serial: int | None = None
     instance: str | None = None

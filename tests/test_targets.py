@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cryptography.fernet import Fernet
-from sqlalchemy import create_engine, select, text
+from sqlalchemy import select, text
 from sqlalchemy.engine import Engine
 
-from app import migrate
 from app.credentials import Vault
 from app.models import modes, series, targets
 from app.targets import (
@@ -26,11 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
-def engine(pg_url: str) -> Iterator[Engine]:
-    eng = create_engine(pg_url)
-    migrate.upgrade(eng)
-    yield eng
-    eng.dispose()
+def engine(migrated_engine: Engine) -> Engine:
+    return migrated_engine
 
 
 @pytest.fixture

@@ -7,8 +7,6 @@ build :class:`~app.config.Settings` for an agent with its own data directory.
 from __future__ import annotations
 
 import itertools
-import shutil
-import tempfile
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -16,12 +14,12 @@ from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
-from app import migrate
 from app.config import Settings
 from app.pgcluster import PgCluster
+from tests.fixtures.pg import temporary_cluster
 
 
 @pytest.fixture
@@ -30,29 +28,16 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def store(pg_url: str) -> Iterator[Engine]:
+def store(migrated_engine: Engine) -> Engine:
     """A fresh store (database migrated to head) on the shared cluster."""
-    eng = create_engine(pg_url, connect_args={"connect_timeout": 3})
-    migrate.upgrade(eng)
-    try:
-        yield eng
-    finally:
-        eng.dispose()
+    return migrated_engine
 
 
 @pytest.fixture
 def own_cluster() -> Iterator[PgCluster]:
     """A PostgreSQL of this test only, so the test may stop and start it."""
-    base = Path(tempfile.mkdtemp(prefix="connwatch-agent-pg-"))
-    base.chmod(0o755)
-    cluster = PgCluster(base / "cluster")
-    cluster.init()
-    cluster.start()
-    try:
+    with temporary_cluster("connwatch-agent-pg-") as cluster:
         yield cluster
-    finally:
-        cluster.stop(mode="immediate")
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def make_settings(data_dir: Path, url: str, **kw: Any) -> Settings:

@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from app import migrate
 from app.samples import ErrorClass, Sample, SampleStatus
 
 
 @pytest.fixture
-def engine(pg_url: str) -> Iterator[Engine]:
-    eng = create_engine(pg_url)
-    migrate.upgrade(eng)
-    try:
-        yield eng
-    finally:
-        eng.dispose()
+def engine(migrated_engine: Engine) -> Engine:
+    return migrated_engine
 
 
 def make_series(engine: Engine, target: str, modes: dict[str, int] | None = None) -> dict[str, int]:
