@@ -15,18 +15,17 @@ probe once through the shared runner and stores the outcome:
 
 No password ever reaches ``result``: the sample holds none and error messages are
 sanitised by the runner. A request claimed by an agent that died is marked
-``error`` after :data:`STALE_S` seconds.
+``error`` after :data:`STALE_S` seconds. The SQL over the table is in
+:mod:`app.store.probe_requests` (the web inserts and reads requests through it too).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.agent.records import to_json
@@ -37,56 +36,28 @@ from app.probes.base import ProbeConfigError
 from app.probes.registry import create_probe
 from app.probes.runner import run_once
 
-CHANNEL = "connwatch_probe_requests"
-STALE_S = 600
-CLAIM_LIMIT = 4
+# the table side (claim, finish, expire, the row) lives in the store, shared with the web
+from app.store.probe_requests import (
+    CHANNEL,
+    CLAIM_LIMIT,
+    STALE_S,
+    ProbeRequest,
+    claim,
+    expire_stale,
+    finish,
+)
 
-
-@dataclass(frozen=True, slots=True)
-class ProbeRequest:
-    id: int
-    target_id: int
-    mode_id: int
-    probe: str
-    params: dict[str, Any]
-    timeout_ms: int
-
-
-def claim(conn: Connection, agent: str, site: str, limit: int = CLAIM_LIMIT) -> list[ProbeRequest]:
-    """Claim up to ``limit`` pending requests for this agent's site (or any site)."""
-    rows = conn.execute(
-        text(
-            "update probe_requests set status = 'running', claimed_by = :a, claimed_at = now() "
-            "where id in (select id from probe_requests where status = 'pending' "
-            "and (site is null or site = :s) order by id for update skip locked limit :n) "
-            "returning id, target_id, mode_id, probe, params, timeout_ms"
-        ),
-        {"a": agent, "s": site, "n": limit},
-    ).all()
-    return [ProbeRequest(*r) for r in sorted(rows)]
-
-
-def finish(conn: Connection, request_id: int, status: str, result: dict[str, Any]) -> None:
-    conn.execute(
-        text(
-            "update probe_requests set status = :st, result = cast(:r as jsonb), "
-            "finished_at = now() where id = :id"
-        ),
-        {"st": status, "r": json.dumps(result, default=str), "id": request_id},
-    )
-
-
-def expire_stale(conn: Connection) -> int:
-    """Requests claimed by an agent that never finished them: mark them failed."""
-    return conn.execute(
-        text(
-            "update probe_requests set status = 'error', finished_at = now(), "
-            "result = jsonb_build_object('error', 'agent ' || coalesce(claimed_by, '?') || "
-            "' stopped before finishing this request') "
-            "where status = 'running' and claimed_at < now() - make_interval(secs => :s)"
-        ),
-        {"s": STALE_S},
-    ).rowcount
+__all__ = [
+    "CHANNEL",
+    "CLAIM_LIMIT",
+    "STALE_S",
+    "ProbeRequest",
+    "claim",
+    "expire_stale",
+    "finish",
+    "load_row",
+    "run_request",
+]
 
 
 def load_row(conn: Connection, req: ProbeRequest) -> SeriesRow:

@@ -13,11 +13,13 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, HTTPException, Path, Query
 from fastapi.responses import StreamingResponse
 
-from app.web import breakdown, probe_requests, samples_view
+from app.store import probe_requests
+from app.store.agents import agent_status
+from app.web import breakdown, samples_view
 from app.web.comparing import CompareOut, DailyOut, compare_view, daily_view
 from app.web.deps import ConnDep, EngineDep
 from app.web.incidents_view import IncidentsOut, incidents
-from app.web.lookups import TargetInfo, load_agents, load_target, load_targets
+from app.web.lookups import TargetInfo, load_target, load_targets
 from app.web.overview import build_rows
 from app.web.palette import mode_style
 from app.web.readers import overview_stats, target_timeseries
@@ -334,7 +336,6 @@ def api_samples_csv(
 
 @router.get("/agents", summary="Every agent: heartbeat and self-monitoring counters")
 def api_agents(conn: ConnDep) -> list[AgentOut]:
-    now = datetime.now(UTC)
     return [
         AgentOut(
             name=a.name,
@@ -344,10 +345,11 @@ def api_agents(conn: ConnDep) -> list[AgentOut]:
             pid=a.pid,
             started_at=a.started_at,
             heartbeat_at=a.heartbeat_at,
-            heartbeat_age_s=(now - a.heartbeat_at).total_seconds(),
+            heartbeat_age_s=a.age_s,
+            alive=a.alive,
             stats=a.stats,
         )
-        for a in load_agents(conn)
+        for a in agent_status(conn)
     ]
 
 
@@ -364,7 +366,7 @@ def api_probe_request(
         probe=r.probe,
         requested_at=r.requested_at,
         finished_at=r.finished_at,
-        agent=r.agent,
+        agent=r.claimed_by,
         result=r.result,
         error=r.error,
     )

@@ -1,20 +1,20 @@
-"""Small page-specific lookups: which targets, modes, series and agents exist.
+"""Small page-specific lookups: which targets, modes and series exist.
 
 Everything about samples (latencies, percentiles, errors) comes from the store's
-query functions; this module only reads the configuration tables and ``agents``.
+query functions; this module only reads the configuration tables (agents:
+:mod:`app.store.agents`).
 Passwords are never selected here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from app.models import agents, modes, series, targets
+from app.models import modes, series, targets
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,41 +112,3 @@ def load_targets(conn: Connection, name: str | None = None) -> list[TargetInfo]:
 def load_target(conn: Connection, name: str) -> TargetInfo | None:
     found = load_targets(conn, name)
     return found[0] if found else None
-
-
-# An agent heartbeats about once a second; silent this long counts as not running
-# (the same threshold as the agent's own status, docs/agent.md).
-AGENT_ALIVE_S = 10.0
-
-
-@dataclass(frozen=True, slots=True)
-class AgentInfo:
-    name: str
-    site: str
-    version: str
-    hostname: str
-    pid: int
-    started_at: datetime
-    heartbeat_at: datetime
-    stats: dict[str, Any]
-
-    def alive(self, now: datetime) -> bool:
-        age = (now - self.heartbeat_at).total_seconds()
-        return age <= AGENT_ALIVE_S and not self.stats.get("stopped", False)
-
-
-def load_agents(conn: Connection) -> list[AgentInfo]:
-    q = select(agents).order_by(agents.c.site, agents.c.name)
-    return [
-        AgentInfo(
-            r.name,
-            r.site,
-            r.version,
-            r.hostname,
-            r.pid,
-            r.started_at,
-            r.heartbeat_at,
-            dict(r.stats or {}),
-        )
-        for r in conn.execute(q)
-    ]

@@ -17,14 +17,14 @@ store's query functions:
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 
+from app.store.agents import agent_status, label_value, number, prometheus_text
 from app.store.compare import compare
 from app.web.deps import ConnDep
-from app.web.lookups import AgentInfo, load_agents, load_targets
+from app.web.lookups import load_targets
 from app.web.overview import build_rows
 from app.web.readers import overview_stats
 
@@ -33,16 +33,8 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LE_SECONDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
-def escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
 def labels(**kv: str) -> str:
-    return "{" + ",".join(f'{k}="{escape(v)}"' for k, v in kv.items()) + "}"
-
-
-def fmt(v: float) -> str:
-    return repr(float(v)) if v == v else "NaN"
+    return "{" + ",".join(f'{k}="{label_value(v)}"' for k, v in kv.items()) + "}"
 
 
 class Exposition:
@@ -57,7 +49,7 @@ class Exposition:
             self.lines.append(f"# TYPE {name} {kind}")
 
     def sample(self, name: str, lbl: str, value: float) -> None:
-        self.lines.append(f"{name}{lbl} {fmt(value)}")
+        self.lines.append(f"{name}{lbl} {number(value)}")
 
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"
@@ -128,53 +120,10 @@ def prometheus(conn: ConnDep) -> PlainTextResponse:
                 while i < len(values) and values[i][0] / 1000.0 <= le:
                     cum += values[i][1]
                     i += 1
-                out.sample(f"{hist_name}_bucket", labels(**base, le=fmt(le)), cum)
+                out.sample(f"{hist_name}_bucket", labels(**base, le=number(le)), cum)
             out.sample(f"{hist_name}_bucket", labels(**base, le="+Inf"), m.count)
             total_s = (m.mean_ms or 0.0) * m.count / 1000.0
             out.sample(f"{hist_name}_sum", labels(**base), total_s)
             out.sample(f"{hist_name}_count", labels(**base), m.count)
-    agent_metrics(out, load_agents(conn), now)
-    return PlainTextResponse(out.text(), media_type=CONTENT_TYPE)
-
-
-# (name, type, help, path in the agent's stats) -- the keys documented in docs/agent.md
-AGENT_STATS: tuple[tuple[str, str, str, str], ...] = (
-    ("series", "gauge", "Series this agent runs", "series"),
-    ("lag_p50_ms", "gauge", "Scheduler start lag p50 over the last minute (ms)", "lag_ms.p50"),
-    ("lag_p95_ms", "gauge", "Scheduler start lag p95 over the last minute (ms)", "lag_ms.p95"),
-    ("runs_total", "counter", "Probe runs since the agent started", "runs"),
-    ("runs_failed_total", "counter", "Runs that ended in error or timeout", "runs_failed"),
-    ("skipped_total", "counter", "Runs recorded as skipped", "skipped"),
-    ("spool_samples", "gauge", "Samples waiting in the local spool", "spool_samples"),
-    ("spool_bytes", "gauge", "Bytes in the local spool", "spool_bytes"),
-    ("samples_written_total", "counter", "Samples stored by this agent", "written"),
-    ("samples_dropped_total", "counter", "Samples lost (spool full)", "dropped"),
-)
-
-
-def _stat(stats: dict[str, Any], path: str) -> float | None:
-    value: Any = stats
-    for part in path.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-def agent_metrics(out: Exposition, agents: list[AgentInfo], now: datetime) -> None:
-    """``connwatch_agent_*`` per agent (labels agent, site), from the ``agents`` table."""
-    for a in agents:
-        lbl = labels(agent=a.name, site=a.site)
-        out.declare("connwatch_agent_up", "gauge", "1 if the agent heartbeat is recent")
-        out.sample("connwatch_agent_up", lbl, 1.0 if a.alive(now) else 0.0)
-        out.declare("connwatch_agent_heartbeat_age_seconds", "gauge", "Seconds since heartbeat")
-        out.sample(
-            "connwatch_agent_heartbeat_age_seconds", lbl, (now - a.heartbeat_at).total_seconds()
-        )
-    for name, kind, help_text, path in AGENT_STATS:
-        for a in agents:
-            value = _stat(a.stats, path)
-            if value is None:
-                continue
-            out.declare(f"connwatch_agent_{name}", kind, help_text)
-            out.sample(f"connwatch_agent_{name}", labels(agent=a.name, site=a.site), value)
+    body = out.text() + prometheus_text(agent_status(conn, now=now))
+    return PlainTextResponse(body, media_type=CONTENT_TYPE)

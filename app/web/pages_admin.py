@@ -11,9 +11,11 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.exc import IntegrityError
 
-from app.web import forms, probe_requests
+from app.store import probe_requests
+from app.store.agents import ALIVE_S, agent_status
+from app.web import forms
 from app.web.deps import ConnDep, EngineDep, TemplatesDep, VaultDep
-from app.web.lookups import AGENT_ALIVE_S, load_agents, load_target, load_targets
+from app.web.lookups import load_target, load_targets
 
 router = APIRouter(include_in_schema=False)
 MAX_FORM_BYTES = 64 * 1024
@@ -158,7 +160,7 @@ async def test_now(request: Request, name: str, engine: EngineDep) -> Response:
         timeout = min(
             connping.timeout_ms if connping else probe_requests.DEFAULT_TIMEOUT_MS, 300_000
         )
-        request_id = probe_requests.create(conn, target.id, mode.id, "connping", timeout)
+        request_id = probe_requests.insert(conn, target.id, mode.id, "connping", timeout_ms=timeout)
     return RedirectResponse(
         f"/targets/{quote(name)}/edit?test={request_id}#test-now", status_code=303
     )
@@ -166,8 +168,8 @@ async def test_now(request: Request, name: str, engine: EngineDep) -> Response:
 
 @router.get("/agents", response_class=HTMLResponse)
 def agents_page(request: Request, conn: ConnDep, templates: TemplatesDep) -> Response:
-    agents = load_agents(conn)
     now = datetime.now(UTC)
+    agents = agent_status(conn, now=now)
     return templates.TemplateResponse(
         request,
         "agents.html",
@@ -176,6 +178,6 @@ def agents_page(request: Request, conn: ConnDep, templates: TemplatesDep) -> Res
             "active": "Agents",
             "agents": agents,
             "now": now,
-            "alive_s": AGENT_ALIVE_S,
+            "alive_s": ALIVE_S,
         },
     )

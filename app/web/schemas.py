@@ -124,6 +124,7 @@ class AgentOut(BaseModel):
     started_at: datetime
     heartbeat_at: datetime
     heartbeat_age_s: float
+    alive: bool = Field(description="heartbeat within 10 s and not stopped")
     stats: dict[str, Any]
 
 

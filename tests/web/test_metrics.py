@@ -7,7 +7,7 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from app.web.metrics import escape, labels
+from app.web.metrics import labels
 from tests.web.data import Seeded
 
 
@@ -58,5 +58,4 @@ def test_logon_histogram_is_cumulative_and_consistent(client: TestClient) -> Non
 
 
 def test_label_values_are_escaped() -> None:
-    assert escape('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
     assert labels(target='x"y') == '{target="x\\"y"}'
