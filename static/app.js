@@ -151,7 +151,7 @@ CW.builders.timeseries = (data) => {
     traces,
     layout: CW.layoutBase({
       xaxis: { type: "date", title: { text: `local time · ${data.resolution} buckets` } },
-      yaxis: { title: { text: `${data.phase} (ms)` }, rangemode: "tozero" },
+      yaxis: { title: { text: `${data.phase} (ms), ${data.probe} only` }, rangemode: "tozero" },
     }),
     empty: data.modes.every((m) => m.t.length === 0) && data.errors.length === 0,
   };

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, HTTPException, Path, Query
+from fastapi import APIRouter, Depends, HTTPException, Path, Query
 from fastapi.responses import StreamingResponse
 
 from app.store import probe_requests
@@ -19,9 +19,20 @@ from app.web import breakdown, samples_view
 from app.web.comparing import CompareOut, DailyOut, compare_view, daily_view
 from app.web.deps import ConnDep, EngineDep
 from app.web.incidents_view import IncidentsOut, incidents
-from app.web.lookups import TargetInfo, load_target, load_targets
+from app.web.lookups import TargetInfo, load_targets
 from app.web.overview import build_rows
 from app.web.palette import mode_style
+from app.web.params import (
+    PathScope,
+    Phase,
+    Probe,
+    ProbeQ,
+    QueryScope,
+    TargetName,
+    Window,
+    Window7d,
+    target_or_404,
+)
 from app.web.readers import overview_stats, target_timeseries
 from app.web.samples_view import SampleFilter, SamplesOut
 from app.web.schemas import (
@@ -36,43 +47,8 @@ from app.web.schemas import (
     TimeseriesOut,
 )
 from app.web.sweeps import SweepOut, latest_sweeps
-from app.web.timerange import parse_range
 
 router = APIRouter(prefix="/api/v1", tags=["api"])
-
-Phase = Literal["total", "logon", "ping", "query", "logoff", "commit", "acquire"]
-Probe = Literal["connping", "sessionping", "poolacquire", "commit", "sweep"]
-TargetName = Annotated[str, Path(min_length=1, max_length=63, description="target name")]
-RangeQ = Annotated[
-    str | None,
-    Query(alias="range", description="1h, 6h, 24h, 7d, 30d, 90d or 1y (default 24h)"),
-]
-FromQ = Annotated[str | None, Query(alias="from", description="custom window start, ISO 8601")]
-ToQ = Annotated[str | None, Query(alias="to", description="custom window end, ISO 8601")]
-ModesQ = Annotated[
-    str | None, Query(max_length=500, description="comma-separated mode names (default: all)")
-]
-
-
-def target_or_404(conn: ConnDep, name: str) -> TargetInfo:
-    target = load_target(conn, name)
-    if target is None:
-        raise HTTPException(404, f"no target named {name!r}")
-    return target
-
-
-def pick_modes(target: TargetInfo, modes: str | None) -> list[str]:
-    if not modes:
-        return [m.name for m in target.modes]
-    names = [m.strip() for m in modes.split(",") if m.strip()]
-    unknown = [n for n in names if target.mode(n) is None]
-    if unknown:
-        raise HTTPException(
-            422,
-            f"modes: target {target.name!r} has no mode {', '.join(map(repr, unknown))} "
-            f"(it has {', '.join(m.name for m in target.modes) or 'none'})",
-        )
-    return names
 
 
 def _password_kind(t: TargetInfo) -> str:
@@ -159,22 +135,17 @@ def api_overview(conn: ConnDep) -> OverviewOut:
 )
 def api_timeseries(
     conn: ConnDep,
-    name: TargetName,
+    scope: PathScope,
+    window: Window,
     phase: Phase = "logon",
-    probe: Probe = "connping",
-    modes: ModesQ = None,
-    range_: RangeQ = None,
-    from_: FromQ = None,
-    to: ToQ = None,
+    probe: ProbeQ = "connping",
     points: Annotated[
         int | None,
         Query(ge=10, le=5000, description="at most this many buckets (default: by range)"),
     ] = None,
 ) -> TimeseriesOut:
-    target = target_or_404(conn, name)
-    window = parse_range(range_, from_, to)
     return target_timeseries(
-        conn, target, pick_modes(target, modes), window, phase=phase, probe=probe, points=points
+        conn, scope.target, scope.modes, window, phase=phase, probe=probe, points=points
     )
 
 
@@ -184,124 +155,109 @@ def api_timeseries(
 )
 def api_breakdown(
     conn: ConnDep,
-    name: TargetName,
+    scope: PathScope,
+    window: Window,
     by: Literal["instance", "site"] = "instance",
     phase: Phase = "logon",
-    probe: Probe = "connping",
-    modes: ModesQ = None,
-    range_: RangeQ = None,
-    from_: FromQ = None,
-    to: ToQ = None,
+    probe: ProbeQ = "connping",
 ) -> BreakdownOut:
-    target = target_or_404(conn, name)
-    window = parse_range(range_, from_, to)
-    chosen = [m for m in target.modes if m.name in pick_modes(target, modes)]
+    chosen = [m for m in scope.target.modes if m.name in scope.modes]
     start = window.start
     if by == "site":
         rows = breakdown.by_site(conn, chosen, window.start, window.end, phase, probe)
     else:
         rows, start = breakdown.by_instance(conn, chosen, window.start, window.end, phase, probe)
     return BreakdownOut(
-        target=target.name, phase=phase, by=by, start=start, end=window.end, modes=rows
+        target=scope.target.name,
+        phase=phase,
+        probe=probe,
+        by=by,
+        start=start,
+        end=window.end,
+        modes=rows,
     )
-
-
-TargetQ = Annotated[str, Query(min_length=1, max_length=63, description="target name")]
 
 
 @router.get(
     "/compare",
-    summary="Per mode: distribution, percentiles, ratio of medians vs dedicated with its CI",
+    summary="Per mode, one probe kind: distribution, percentiles, ratio of medians with its CI",
 )
 def api_compare(
     conn: ConnDep,
-    target: TargetQ,
+    scope: QueryScope,
+    window: Window,
     phase: Phase = "logon",
-    modes: ModesQ = None,
-    range_: RangeQ = None,
-    from_: FromQ = None,
-    to: ToQ = None,
+    probe: ProbeQ = "connping",
 ) -> CompareOut:
-    t = target_or_404(conn, target)
-    window = parse_range(range_, from_, to)
-    return compare_view(conn, t, window.start, window.end, phase, pick_modes(t, modes))
+    return compare_view(conn, scope.target, window.start, window.end, phase, scope.modes, probe)
 
 
-@router.get("/compare/daily", summary="p50 per UTC day and mode (at least the last 7 days)")
+@router.get(
+    "/compare/daily", summary="p50 per UTC day and mode, one probe kind (at least the last 7 days)"
+)
 def api_compare_daily(
     conn: ConnDep,
-    target: TargetQ,
+    scope: QueryScope,
+    window: Window,
     phase: Phase = "logon",
-    modes: ModesQ = None,
-    range_: RangeQ = None,
-    from_: FromQ = None,
-    to: ToQ = None,
+    probe: ProbeQ = "connping",
 ) -> DailyOut:
-    t = target_or_404(conn, target)
-    window = parse_range(range_, from_, to)
-    return daily_view(conn, t, window.start, window.end, phase, pick_modes(t, modes))
+    return daily_view(conn, scope.target, window.start, window.end, phase, scope.modes, probe)
 
 
 @router.get("/compare/sweep", summary="The latest sweep run per mode: logon p50/p90 per level")
-def api_compare_sweep(
-    conn: ConnDep,
-    target: TargetQ,
-    modes: ModesQ = None,
-    range_: RangeQ = None,
-    from_: FromQ = None,
-    to: ToQ = None,
-) -> SweepOut:
-    t = target_or_404(conn, target)
-    window = parse_range(range_, from_, to)
-    return latest_sweeps(conn, t, window.start, window.end, pick_modes(t, modes))
+def api_compare_sweep(conn: ConnDep, scope: QueryScope, window: Window) -> SweepOut:
+    return latest_sweeps(conn, scope.target, window.start, window.end, scope.modes)
 
 
 @router.get("/incidents", summary="Spikes (p95 over the weekly baseline) and outages (error runs)")
 def api_incidents(
     conn: ConnDep,
+    window: Window7d,
     target: Annotated[
         str | None, Query(max_length=63, description="one target (default all)")
     ] = None,
     phase: Phase = "logon",
     factor: Annotated[float, Query(gt=1.0, le=100.0, description="spike threshold")] = 2.0,
     samples: Annotated[bool, Query(description="include the raw samples around each")] = False,
-    range_: RangeQ = None,
-    from_: FromQ = None,
-    to: ToQ = None,
 ) -> IncidentsOut:
-    window = parse_range(range_, from_, to, default="7d")
     targets = [target_or_404(conn, target)] if target else load_targets(conn)
     return incidents(
         conn, targets, window.start, window.end, phase=phase, factor=factor, with_samples=samples
     )
 
 
-StatusQ = Annotated[
-    Literal["ok", "error", "timeout", "skipped", "failed"] | None,
-    Query(description="failed = error or timeout"),
-]
-CodeQ = Annotated[str | None, Query(max_length=40, description="error code, e.g. ORA-12541")]
-ModeQ = Annotated[str | None, Query(max_length=63, description="mode name (needs target)")]
+def sample_filter(
+    target: Annotated[str | None, Query(max_length=63)] = None,
+    mode: Annotated[
+        str | None, Query(max_length=63, description="mode name (needs target)")
+    ] = None,
+    status: Annotated[
+        Literal["ok", "error", "timeout", "skipped", "failed"] | None,
+        Query(description="failed = error or timeout"),
+    ] = None,
+    code: Annotated[
+        str | None, Query(max_length=40, description="error code, e.g. ORA-12541")
+    ] = None,
+    probe: Annotated[Probe | None, Query(description="one probe kind (default: all)")] = None,
+) -> SampleFilter:
+    return SampleFilter(target, mode, status, code, probe)
+
+
+FilterDep = Annotated[SampleFilter, Depends(sample_filter)]
 
 
 @router.get("/samples", summary="Raw samples, filtered, one keyset page at a time")
 def api_samples(
     conn: ConnDep,
-    target: Annotated[str | None, Query(max_length=63)] = None,
-    mode: ModeQ = None,
-    status: StatusQ = None,
-    code: CodeQ = None,
-    range_: RangeQ = None,
-    from_: FromQ = None,
-    to: ToQ = None,
+    f: FilterDep,
+    window: Window,
     after: Annotated[
         str | None, Query(max_length=200, description="next from the last page")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     order: Literal["newest", "oldest"] = "newest",
 ) -> SamplesOut:
-    window = parse_range(range_, from_, to)
-    f = SampleFilter(target, mode, status, code)
     return samples_view.page(
         conn, f, window.start, window.end, after=after, limit=limit, newest_first=order == "newest"
     )
@@ -313,18 +269,8 @@ def api_samples(
     response_class=StreamingResponse,
 )
 def api_samples_csv(
-    engine: EngineDep,
-    conn: ConnDep,
-    target: Annotated[str | None, Query(max_length=63)] = None,
-    mode: ModeQ = None,
-    status: StatusQ = None,
-    code: CodeQ = None,
-    range_: RangeQ = None,
-    from_: FromQ = None,
-    to: ToQ = None,
+    engine: EngineDep, conn: ConnDep, f: FilterDep, window: Window
 ) -> StreamingResponse:
-    window = parse_range(range_, from_, to)
-    f = SampleFilter(target, mode, status, code)
     stream = samples_view.csv_stream(engine, conn, f, window.start, window.end)
     name = f"connwatch-samples-{window.start:%Y%m%dT%H%M}-{window.end:%Y%m%dT%H%M}.csv"
     return StreamingResponse(

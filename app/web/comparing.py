@@ -1,6 +1,7 @@
 """The Compare page's data: the store's per-mode comparison, shaped for charts and words.
 
-From :func:`app.store.compare.compare` (merged log-bucket histograms, percentiles
+From :func:`app.store.probecompare.compare_probe` (one probe kind's series per mode,
+merged log-bucket histograms, percentiles
 within 1.96 %, ratio of medians against dedicated with a block-bootstrap CI) this
 module derives the ECDF and box statistics of each histogram and the plain
 sentence. Daily p50s come from the store's series query with one-day buckets.
@@ -16,7 +17,8 @@ import numpy as np
 from pydantic import BaseModel, Field
 from sqlalchemy.engine import Connection
 
-from app.store.compare import ModeStats, compare
+from app.store.compare import ModeStats
+from app.store.probecompare import compare_probe
 from app.store.timeseries import timeseries
 from app.web.lookups import TargetInfo
 from app.web.palette import mode_style
@@ -75,6 +77,7 @@ class CompareMode(BaseModel):
 class CompareOut(BaseModel):
     target: str
     phase: str
+    probe: str = Field(description="the probe kind whose samples are compared")
     start: datetime
     end: datetime
     resolution: str
@@ -96,6 +99,7 @@ class DailyMode(BaseModel):
 class DailyOut(BaseModel):
     target: str
     phase: str
+    probe: str
     resolution: str
     modes: list[DailyMode]
 
@@ -148,9 +152,13 @@ def compare_view(
     end: datetime,
     phase: str,
     mode_names: list[str],
+    probe: str = "connping",
 ) -> CompareOut:
+    """The modes of ``target`` compared on ``probe``'s samples only (one kind, never mixed)."""
     baseline = BASELINE.get(target.kind, "dedicated")
-    res = compare(conn, target.id, start, end, phase=phase, baseline=baseline, n_boot=N_BOOT)
+    res = compare_probe(
+        conn, target.id, start, end, probe=probe, phase=phase, baseline=baseline, n_boot=N_BOOT
+    )
     out: list[CompareMode] = []
     for m in res.modes:
         if m.mode not in mode_names:
@@ -195,6 +203,7 @@ def compare_view(
     return CompareOut(
         target=target.name,
         phase=phase,
+        probe=probe,
         start=res.start,
         end=res.end,
         resolution=res.source,
@@ -240,4 +249,4 @@ def daily_view(
                 p50=[v for _, (_, v) in items],
             )
         )
-    return DailyOut(target=target.name, phase=phase, resolution=res.source, modes=out)
+    return DailyOut(target=target.name, phase=phase, probe=probe, resolution=res.source, modes=out)

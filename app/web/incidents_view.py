@@ -7,6 +7,7 @@ also returns those samples; the page shows them on demand).
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 from sqlalchemy.engine import Connection
@@ -22,6 +23,7 @@ OUTAGE_CONTEXT = timedelta(minutes=2)
 class SampleOut(BaseModel):
     target: str
     mode: str
+    probe: str = Field(description="connping, sessionping, commit, poolacquire or sweep")
     series_id: int
     scheduled_at: datetime
     started_at: datetime
@@ -52,12 +54,13 @@ def _ms(v: int | None) -> float | None:
     return None if v is None else v / 1e6
 
 
-def sample_out(s: Sample, names: dict[int, tuple[str, str]]) -> SampleOut:
+def sample_out(s: Sample, names: dict[int, SeriesName]) -> SampleOut:
     sid = s.series_id or 0
-    target, mode = names.get(sid, ("?", "?"))
+    name = names.get(sid, UNKNOWN)
     return SampleOut(
-        target=target,
-        mode=mode,
+        target=name.target,
+        mode=name.mode,
+        probe=name.probe,
         series_id=sid,
         scheduled_at=s.scheduled_at,
         started_at=s.started_at,
@@ -88,6 +91,7 @@ def sample_out(s: Sample, names: dict[int, tuple[str, str]]) -> SampleOut:
 class SpikeOut(BaseModel):
     target: str
     mode: str
+    probe: str
     series_id: int
     start: datetime
     end: datetime
@@ -103,6 +107,7 @@ class SpikeOut(BaseModel):
 class OutageOut(BaseModel):
     target: str
     mode: str
+    probe: str
     series_id: int
     start: datetime
     end: datetime
@@ -124,8 +129,26 @@ class IncidentsOut(BaseModel):
     outages: list[OutageOut]
 
 
-def series_names(targets: list[TargetInfo]) -> dict[int, tuple[str, str]]:
-    return {s.id: (t.name, m.name) for t in targets for m in t.modes for s in m.series}
+class SeriesName(NamedTuple):
+    target: str
+    mode: str
+    probe: str
+
+
+UNKNOWN = SeriesName("?", "?", "?")
+
+
+def series_names(
+    targets: list[TargetInfo], probes: tuple[str, ...] | None = None
+) -> dict[int, SeriesName]:
+    """series id -> (target, mode, probe), for every series (or those of ``probes``)."""
+    return {
+        s.id: SeriesName(t.name, m.name, s.probe)
+        for t in targets
+        for m in t.modes
+        for s in m.series
+        if probes is None or s.probe in probes
+    }
 
 
 def incidents(
@@ -138,20 +161,15 @@ def incidents(
     factor: float,
     with_samples: bool,
 ) -> IncidentsOut:
-    names = {
-        s.id: (t.name, m.name)
-        for t in targets
-        for m in t.modes
-        for s in m.series
-        if s.probe in ("connping", "sessionping", "commit", "poolacquire")
-    }
+    names = series_names(targets, ("connping", "sessionping", "commit", "poolacquire"))
     ids = list(names)
     found_spikes = spikes(conn, ids, start, end, phase=phase, factor=factor) if ids else []
     found_outages = outages(conn, ids, start, end) if ids else []
     sp = [
         SpikeOut(
-            target=names[x.series_id][0],
-            mode=names[x.series_id][1],
+            target=names[x.series_id].target,
+            mode=names[x.series_id].mode,
+            probe=names[x.series_id].probe,
             series_id=x.series_id,
             start=x.start,
             end=x.end,
@@ -167,8 +185,9 @@ def incidents(
     ]
     out = [
         OutageOut(
-            target=names[x.series_id][0],
-            mode=names[x.series_id][1],
+            target=names[x.series_id].target,
+            mode=names[x.series_id].mode,
+            probe=names[x.series_id].probe,
             series_id=x.series_id,
             start=x.start,
             end=x.end,

@@ -11,20 +11,27 @@ from datetime import UTC, datetime
 from typing import Annotated, Literal
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.web import samples_view
-from app.web.api import pick_modes
 from app.web.comparing import compare_view
 from app.web.deps import ConnDep, TemplatesDep
 from app.web.incidents_view import incidents
-from app.web.lookups import TargetInfo, load_target, load_targets
+from app.web.lookups import TargetInfo, load_targets
 from app.web.overview import build_rows, sparkline_svg
 from app.web.palette import mode_style
+from app.web.params import (
+    PROBES,
+    Probe,
+    Window,
+    Window1h,
+    Window7d,
+    pick_modes,
+    target_or_404,
+)
 from app.web.readers import overview_stats
 from app.web.samples_view import STATUS_CHOICES, SampleFilter
-from app.web.timerange import parse_range
 
 router = APIRouter(include_in_schema=False)
 REFRESH_S = 30
@@ -60,11 +67,10 @@ def overview(
     )
 
 
-def _target_or_404(conn: ConnDep, name: str) -> TargetInfo:
-    target = load_target(conn, name)
-    if target is None:
-        raise HTTPException(404, f"no target named {name!r}")
-    return target
+def probes_of(target: TargetInfo) -> list[str]:
+    """The probe kinds the target's modes run, in the usual order (connping first)."""
+    have = {s.probe for m in target.modes for s in m.series}
+    return [p for p in PROBES if p in have and p != "sweep"] or ["connping"]
 
 
 def _base_params(request: Request) -> dict[str, str]:
@@ -77,17 +83,15 @@ def target_page(
     name: str,
     conn: ConnDep,
     templates: TemplatesDep,
-    range_: Annotated[str | None, Query(alias="range")] = None,
-    from_: Annotated[str | None, Query(alias="from")] = None,
-    to: str | None = None,
+    window: Window,
     modes: str | None = None,
+    probe: Probe = "connping",
 ) -> Response:
-    target = _target_or_404(conn, name)
-    window = parse_range(range_, from_, to)
+    target = target_or_404(conn, name)
     chosen = pick_modes(target, modes)
     mode_param = ",".join(chosen) if modes else None
     api = f"/api/v1/targets/{quote(target.name)}"
-    extra = {"modes": mode_param} if mode_param else {}
+    extra = {"probe": probe, **({"modes": mode_param} if mode_param else {})}
     return templates.TemplateResponse(
         request,
         "target.html",
@@ -103,6 +107,8 @@ def target_page(
             "api": api,
             "extra": urlencode(extra),
             "phases": ("logon", "ping", "query", "logoff"),
+            "probe": probe,
+            "probes": probes_of(target),
         },
     )
 
@@ -112,25 +118,27 @@ def compare_page(
     request: Request,
     conn: ConnDep,
     templates: TemplatesDep,
+    window: Window,
     target: str | None = None,
     phase: Literal["logon", "ping", "query", "logoff", "total"] = "logon",
-    range_: Annotated[str | None, Query(alias="range")] = None,
-    from_: Annotated[str | None, Query(alias="from")] = None,
-    to: str | None = None,
     modes: str | None = None,
+    probe: Probe = "connping",
 ) -> Response:
-    window = parse_range(range_, from_, to)
     targets = load_targets(conn)
-    chosen_target = _target_or_404(conn, target) if target else (targets[0] if targets else None)
+    chosen_target = target_or_404(conn, target) if target else (targets[0] if targets else None)
     view = None
     chosen: list[str] = []
     if chosen_target is not None:
         chosen = pick_modes(chosen_target, modes)
-        view = compare_view(conn, chosen_target, window.start, window.end, phase, chosen)
+        view = compare_view(conn, chosen_target, window.start, window.end, phase, chosen, probe)
     base = _base_params(request)
     if chosen_target is not None:
         base["target"] = chosen_target.name
-    query = {"target": chosen_target.name if chosen_target else "", "phase": phase}
+    query = {
+        "target": chosen_target.name if chosen_target else "",
+        "phase": phase,
+        "probe": probe,
+    }
     if modes:
         query["modes"] = ",".join(chosen)
     return templates.TemplateResponse(
@@ -145,6 +153,8 @@ def compare_page(
             "tr": window,
             "base": base,
             "phase": phase,
+            "probe": probe,
+            "probes": probes_of(chosen_target) if chosen_target else ["connping"],
             "view": view,
             # the charts' first answer, embedded (the same JSON /api/v1/compare returns);
             # "</" is escaped so the JSON cannot close the script element
@@ -159,16 +169,13 @@ def spikes_page(
     request: Request,
     conn: ConnDep,
     templates: TemplatesDep,
+    window: Window7d,
     target: str | None = None,
     phase: Literal["logon", "ping", "query", "logoff", "total"] = "logon",
     factor: Annotated[float, Query(gt=1.0, le=100.0)] = 2.0,
-    range_: Annotated[str | None, Query(alias="range")] = None,
-    from_: Annotated[str | None, Query(alias="from")] = None,
-    to: str | None = None,
 ) -> Response:
-    window = parse_range(range_, from_, to, default="7d")
     all_targets = load_targets(conn)
-    chosen = [_target_or_404(conn, target)] if target else all_targets
+    chosen = [target_or_404(conn, target)] if target else all_targets
     view = incidents(
         conn, chosen, window.start, window.end, phase=phase, factor=factor, with_samples=False
     )
@@ -194,19 +201,19 @@ def samples_page(
     request: Request,
     conn: ConnDep,
     templates: TemplatesDep,
+    window: Window1h,
     target: str | None = None,
     mode: str | None = None,
     status: Literal["", "ok", "error", "timeout", "skipped", "failed"] = "",
     code: Annotated[str, Query(max_length=40)] = "",
-    range_: Annotated[str | None, Query(alias="range")] = None,
-    from_: Annotated[str | None, Query(alias="from")] = None,
-    to: str | None = None,
+    probe: Literal["", "connping", "sessionping", "commit", "poolacquire", "sweep"] = "",
     after: Annotated[str | None, Query(max_length=200)] = None,
     order: Literal["newest", "oldest"] = "newest",
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> Response:
-    window = parse_range(range_, from_, to, default="1h")
-    f = SampleFilter(target or None, mode or None, status or None, code.strip() or None)
+    f = SampleFilter(
+        target or None, mode or None, status or None, code.strip() or None, probe or None
+    )
     result = samples_view.page(
         conn, f, window.start, window.end, after=after, limit=limit, newest_first=order == "newest"
     )
@@ -229,5 +236,6 @@ def samples_page(
             "result": result,
             "csv_query": urlencode(csv_params),
             "statuses": STATUS_CHOICES,
+            "probes": PROBES,
         },
     )

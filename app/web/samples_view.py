@@ -24,6 +24,7 @@ class SampleFilter:
     mode: str | None
     status: str | None
     code: str | None
+    probe: str | None = None
 
     def statuses(self) -> list[str] | None:
         if self.status is None:
@@ -38,21 +39,23 @@ class SamplesOut(BaseModel):
     next: str | None
 
 
-def scope(targets: list[TargetInfo], f: SampleFilter) -> tuple[int | None, int | None]:
-    """(target_id, mode_id) selecting the filtered series (404/422 on unknown names)."""
+def scope(targets: list[TargetInfo], f: SampleFilter) -> list[int] | None:
+    """The series ids the filter selects, None for all (404/422 on unknown names)."""
     if f.mode and not f.target:
         raise HTTPException(422, "mode: give target too (mode names repeat across targets)")
-    if not f.target:
-        return None, None
-    t = next((x for x in targets if x.name == f.target), None)
-    if t is None:
-        raise HTTPException(404, f"no target named {f.target!r}")
+    if not (f.target or f.probe):
+        return None
+    chosen = targets
+    if f.target:
+        chosen = [t for t in targets if t.name == f.target]
+        if not chosen:
+            raise HTTPException(404, f"no target named {f.target!r}")
+    modes = [m for t in chosen for m in t.modes]
     if f.mode:
-        m = t.mode(f.mode)
-        if m is None:
-            raise HTTPException(422, f"mode: target {t.name!r} has no mode {f.mode!r}")
-        return None, m.id
-    return t.id, None
+        modes = [m for m in modes if m.name == f.mode]
+        if not modes:
+            raise HTTPException(422, f"mode: target {f.target!r} has no mode {f.mode!r}")
+    return [s.id for m in modes for s in m.series if f.probe is None or s.probe == f.probe]
 
 
 def page(
@@ -66,12 +69,10 @@ def page(
     newest_first: bool,
 ) -> SamplesOut:
     targets = load_targets(conn)
-    target_id, mode_id = scope(targets, f)
     try:
         res = read_samples(
             conn,
-            target_id=target_id,
-            mode_id=mode_id,
+            series_ids=scope(targets, f),
             statuses=f.statuses(),
             error_code=f.code,
             start=start,
@@ -94,12 +95,11 @@ def page(
 def csv_stream(
     engine: Engine, conn: Connection, f: SampleFilter, start: datetime, end: datetime
 ) -> Iterator[bytes]:
-    target_id, mode_id = scope(load_targets(conn), f)
+    ids = scope(load_targets(conn), f)
     try:
         return export_csv(
             engine,
-            target_id=target_id,
-            mode_id=mode_id,
+            series_ids=ids,
             statuses=f.statuses(),
             error_code=f.code,
             start=start,

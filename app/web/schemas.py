@@ -109,6 +109,7 @@ class BreakdownMode(BaseModel):
 class BreakdownOut(BaseModel):
     target: str
     phase: str
+    probe: str
     by: str = Field(description="instance or site")
     start: datetime = Field(description="start of the window covered (instance: at most 2 days)")
     end: datetime
