@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from psycopg.rows import namedtuple_row
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.store.hist import GAMMA, bucket_value, quantiles
-from app.store.layout import ORIGIN_SQL, check_phase
-from app.store.merge import merged_sql
+from app.store.layout import ORIGIN_SQL, check_phase, driver_connection
 from app.store.resolution import check_range, choose
 from app.store.timeseries import NS_PER_MS, ms
 
@@ -135,25 +135,18 @@ def compare(
     check_range(start, end)
     p = choose(start, end, MAX_BLOCKS, allow_raw=False)
     grain, a, b = p.grain, p.data_start, p.data_end
-    src = (
-        f"select s.mode_id, date_bin(:step, r.bucket, {ORIGIN_SQL}) as bucket, r.n, r.n_ok, "
-        f"r.n_error, r.n_timeout, r.n_skipped, r.{phase}_n, r.{phase}_min, r.{phase}_max, "
-        f"r.{phase}_sum, r.{phase}_hi, r.{phase}_hc, r.series_id "
-        f"from {grain.table} r join series s on s.id = r.series_id "
-        "join modes m on m.id = s.mode_id "
-        "where m.target_id = :t and r.bucket >= :a and r.bucket < :b"
-    )
-    merged = merged_sql(
-        src, ["mode_id", "bucket"], raw=False, phases=(phase,), errors=False, hist=True
-    )
-    rows = conn.execute(
-        text(
-            "select mode_id, bucket, n, n_skipped, n_ok, n_error, n_timeout, "
-            f"{phase}_min as mn, {phase}_max as mx, {phase}_sum as sm, {phase}_hi as hi, "
-            f"{phase}_hc as hc from ({merged}) x order by mode_id, bucket"
-        ),
-        {"t": target_id, "a": a, "b": b, "step": p.step},
-    ).all()
+    raw = driver_connection(conn)
+    with raw.cursor(binary=True, row_factory=namedtuple_row) as cur:
+        cur.execute(
+            f"select s.mode_id, date_bin(%(step)s, r.bucket, {ORIGIN_SQL}) as bucket, r.n, "
+            f"r.n_skipped, r.n_ok, r.n_error, r.n_timeout, r.{phase}_min as mn, "
+            f"r.{phase}_max as mx, r.{phase}_sum as sm, r.{phase}_hi as hi, r.{phase}_hc as hc "
+            f"from {grain.table} r join series s on s.id = r.series_id "
+            "join modes m on m.id = s.mode_id "
+            "where m.target_id = %(t)s and r.bucket >= %(a)s and r.bucket < %(b)s",
+            {"t": target_id, "a": a, "b": b, "step": p.step},
+        )
+        rows: list[Any] = cur.fetchall()
     series_of: dict[int, list[int]] = {}
     for mid, sid in conn.execute(
         text(

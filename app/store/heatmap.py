@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.store.layout import HOUR, check_phase
-from app.store.merge import merged_sql
+from app.store.npmerge import merge, rollup_columns
 from app.store.resolution import ceil_to, check_range, floor_to
 from app.store.timeseries import ms
 
@@ -67,23 +66,20 @@ def heatmap(
     check_range(start, end)
     check_tz(tz)
     a, b = floor_to(start, HOUR.width), ceil_to(end, HOUR.width)
-    src = (
-        "select extract(isodow from bucket at time zone :tz)::int as wd, "
-        "extract(hour from bucket at time zone :tz)::int as hod, n, n_ok, n_error, n_timeout, "
-        f"n_skipped, {phase}_n, {phase}_min, {phase}_max, {phase}_sum, {phase}_hi, {phase}_hc "
-        "from rollup_1h where series_id = any(:ids) and bucket >= :a and bucket < :b"
+    cell = (
+        "extract(isodow from bucket at time zone :tz)::int as k1, "
+        "extract(hour from bucket at time zone :tz)::int as k2"
     )
-    merged = merged_sql(src, ["wd", "hod"], raw=False, phases=(phase,), errors=False, hist=False)
-    rows = conn.execute(
-        text(
-            f"select wd, hod, n, n_ok, n_error + n_timeout, coalesce({phase}_n, 0), "
-            f"{phase}_p50, {phase}_p95, {phase}_p99, {phase}_max from ({merged}) x "
-            "order by wd, hod"
-        ),
+    merged = merge(
+        conn,
+        f"select {cell}, {rollup_columns(phase)} from rollup_1h "
+        "where series_id = any(:ids) and bucket >= :a and bucket < :b",
         {"ids": list(series_ids), "a": a, "b": b, "tz": tz},
+        nkeys=2,
     )
     cells = [
-        Cell(r[0], r[1], r[2], r[3], r[4], r[5], ms(r[6]), ms(r[7]), ms(r[8]), ms(r[9]))
-        for r in rows
-    ]
+        Cell(wd, hod, m.n, m.n_ok, m.n_error + m.n_timeout, m.count,
+             ms(m.p50), ms(m.p95), ms(m.p99), ms(m.max))
+        for (wd, hod), m in sorted(merged.items())
+    ]  # fmt: skip
     return HeatmapResult(phase, tz, a, b, cells)

@@ -1,17 +1,18 @@
 """Merging many histograms in numpy instead of SQL, for merges over thousands of rows.
 
-SQL merges (``unnest`` + ``group by``) cost about a microsecond per histogram entry;
-a year of hourly rows for one series holds ~200 000 entries. Here the rows' index
-and count arrays are fetched in binary and added into a dense matrix with one
-vectorised ``np.add.at``; quantiles are read off its cumulative counts with the
-same nearest-rank rule and clamping as the SQL path.
+SQL merges (``unnest`` + ``group by`` + window functions) cost several microseconds
+per histogram entry; a year of hourly rows for one series holds ~200 000 entries.
+Here PostgreSQL flattens the rows' index and count arrays into text lists, numpy
+parses them in C and adds them into a dense matrix with one vectorised
+``np.add.at``; quantiles are read off its cumulative counts with the same
+nearest-rank rule and clamping as the SQL path.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from itertools import chain
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,29 +21,6 @@ from sqlalchemy.engine import Connection
 
 from app.store.hist import bucket_value
 from app.store.layout import driver_connection
-
-
-def fetch_matrix(
-    conn: Connection, sql: str, params: Mapping[str, Any]
-) -> tuple[list[Any], npt.NDArray[np.float64], int]:
-    """Run ``sql`` returning (group key, hi, hc); return (keys, counts[group, bucket], lo)."""
-    raw = driver_connection(conn)
-    with raw.cursor(binary=True) as cur:
-        cur.execute(_psql(sql), params)
-        rows = cur.fetchall()
-    rows = [r for r in rows if r[1]]
-    if not rows:
-        return [], np.zeros((0, 1)), 0
-    keys: dict[Any, int] = {}
-    g = np.fromiter((keys.setdefault(r[0], len(keys)) for r in rows), np.int64, len(rows))
-    lens = np.fromiter((len(r[1]) for r in rows), np.int64, len(rows))
-    total = int(lens.sum())
-    idx = np.fromiter(chain.from_iterable(r[1] for r in rows), np.int64, total)
-    cnt = np.fromiter(chain.from_iterable(r[2] for r in rows), np.float64, total)
-    lo = int(idx.min())
-    m = np.zeros((len(keys), int(idx.max()) - lo + 1), dtype=np.float64)
-    np.add.at(m, (np.repeat(g, lens), idx - lo), cnt)
-    return list(keys), m, lo
 
 
 def matrix_quantiles(
@@ -72,3 +50,99 @@ def matrix_quantiles(
 def _psql(sql: str) -> str:
     """``:name`` placeholders (SQLAlchemy style) to psycopg's ``%(name)s``."""
     return re.sub(r"(?<!:):([a-z_]+)", r"%(\1)s", sql)
+
+
+@dataclass(frozen=True, slots=True)
+class Merged:
+    """One merged group: counts, and one timing's count/min/max/sum/percentiles (ns)."""
+
+    n: int
+    n_ok: int
+    n_error: int
+    n_timeout: int
+    n_skipped: int
+    count: int
+    min: float | None
+    max: float | None
+    sum: float | None
+    p50: float | None
+    p95: float | None
+    p99: float | None
+
+
+def rollup_columns(phase: str, prefix: str = "") -> str:
+    """The columns :func:`merge` expects after the key columns ``k1..kN``, for one phase."""
+    r = prefix
+    return (
+        f"{r}n, {r}n_ok, {r}n_error, {r}n_timeout, {r}n_skipped, {r}{phase}_n as pn, "
+        f"{r}{phase}_min as pmin, {r}{phase}_max as pmax, {r}{phase}_sum as psum, "
+        f"{r}{phase}_hi as hi, {r}{phase}_hc as hc"
+    )
+
+
+def _ints(text_list: str | None) -> npt.NDArray[np.int64]:
+    if not text_list:
+        return np.zeros(0, dtype=np.int64)
+    return np.fromstring(text_list, dtype=np.int64, sep=",")
+
+
+def merge(
+    conn: Connection, src: str, params: Mapping[str, Any], nkeys: int = 1
+) -> dict[Any, Merged]:
+    """Merge rollup rows per key.
+
+    ``src`` selects key columns named ``k1..kN`` then :func:`rollup_columns`. Counts,
+    min, max and sums are aggregated in SQL per key; the histograms travel as four
+    comma-separated integer lists (group, length, indexes, counts) parsed by numpy in
+    C, then added into a dense matrix, so a merge costs little per entry on either side.
+    Keys are single values (``nkeys == 1``) or tuples.
+    """
+    keys = ", ".join(f"k{i}" for i in range(1, nkeys + 1))
+    sql = (
+        f"with src as materialized ({src}), "
+        f"g as (select {keys}, (row_number() over (order by {keys}) - 1)::int as gid, "
+        "sum(n)::bigint as n, sum(n_ok)::bigint as n_ok, sum(n_error)::bigint as n_error, "
+        "sum(n_timeout)::bigint as n_timeout, sum(n_skipped)::bigint as n_skipped, "
+        "coalesce(sum(pn), 0)::bigint as pn, min(pmin) as pmin, max(pmax) as pmax, "
+        f"sum(psum)::float8 as psum from src group by {keys}), "
+        "flat as (select string_agg(g.gid::text, ',') as gids, "
+        "string_agg(cardinality(src.hi)::text, ',') as lens, "
+        "string_agg(array_to_string(src.hi, ','), ',') as his, "
+        "string_agg(array_to_string(src.hc, ','), ',') as hcs "
+        f"from src join g using ({keys}) where src.hi is not null) "
+        f"select g.*, case when g.gid = 0 then flat.gids end, "
+        "case when g.gid = 0 then flat.lens end, case when g.gid = 0 then flat.his end, "
+        "case when g.gid = 0 then flat.hcs end from g cross join flat order by g.gid"
+    )
+    raw = driver_connection(conn)
+    with raw.cursor() as cur:
+        cur.execute(_psql(sql), params)
+        rows = cur.fetchall()
+    if not rows:
+        return {}
+    k = nkeys
+    ng = len(rows)
+    mins = np.array([r[k + 7] for r in rows], dtype=np.float64)  # None -> nan
+    maxs = np.array([r[k + 8] for r in rows], dtype=np.float64)
+    q = np.full((ng, 3), np.nan)
+    gids, lens, idx, cnt = (_ints(rows[0][k + 10 + j]) for j in range(4))
+    if idx.size:
+        lo = int(idx.min())
+        m = np.zeros((ng, int(idx.max()) - lo + 1))
+        np.add.at(m, (np.repeat(gids, lens), idx - lo), cnt.astype(np.float64))
+        q = matrix_quantiles(m, lo, (0.5, 0.95, 0.99), mins, maxs)
+    out: dict[Any, Merged] = {}
+    for i, r in enumerate(rows):
+        key = r[0] if k == 1 else tuple(r[:k])
+        count = int(r[k + 6])
+        has = count > 0 and bool(np.isfinite(q[i, 0]))
+        out[key] = Merged(
+            int(r[k + 1]), int(r[k + 2]), int(r[k + 3]), int(r[k + 4]), int(r[k + 5]), count,
+            float(r[k + 7]) if count and r[k + 7] is not None else None,
+            float(r[k + 8]) if count and r[k + 8] is not None else None,
+            float(r[k + 9]) if count and r[k + 9] is not None else None,
+            float(q[i, 0]) if has else None,
+            float(q[i, 1]) if has else None,
+            float(q[i, 2]) if has else None,
+        )  # fmt: skip
+    return out

@@ -17,7 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.store.layout import ORIGIN_SQL, RAW, check_phase
-from app.store.merge import merged_sql
+from app.store.npmerge import merge, rollup_columns
 from app.store.resolution import DEFAULT_POINTS, Plan, plan
 
 NS_PER_MS = 1_000_000.0
@@ -71,23 +71,23 @@ def _raw_sql(phase: str) -> str:
     )
 
 
-def _rollup_sql(p: Plan, phase: str) -> str:
-    cols = (
-        f"n, n_ok, n_error, n_timeout, n_skipped, {phase}_n, {phase}_min, "
-        f"{phase}_p50, {phase}_p95, {phase}_p99, {phase}_max, {phase}_sum"
+def _direct_sql(p: Plan, phase: str) -> str:
+    """Rollup rows that are the buckets themselves (step = table width): stored percentiles."""
+    return (
+        f"select series_id, bucket, n, n_ok, n_error, n_timeout, n_skipped, {phase}_n, "
+        f"{phase}_min, {phase}_p50, {phase}_p95, {phase}_p99, {phase}_max, {phase}_sum "
+        f"from {p.grain.table} where series_id = any(:ids) and bucket >= :a and bucket < :b "
+        "order by 1, 2"
     )
-    where = "series_id = any(:ids) and bucket >= :a and bucket < :b"
-    if p.step == p.grain.width:
-        return f"select series_id, bucket, {cols} from {p.grain.table} where {where} order by 1, 2"
-    src = (
-        f"select series_id, date_bin(:step, bucket, {ORIGIN_SQL}) as ob, n, n_ok, n_error, "
-        f"n_timeout, n_skipped, {phase}_n, {phase}_min, {phase}_max, {phase}_sum, "
-        f"{phase}_hi, {phase}_hc from {p.grain.table} where {where}"
+
+
+def _merge_sql(p: Plan, phase: str) -> str:
+    """Rollup rows to be merged into coarser buckets (in numpy, see :mod:`npmerge`)."""
+    return (
+        f"select series_id as k1, date_bin(:step, bucket, {ORIGIN_SQL}) as k2, "
+        f"{rollup_columns(phase)} "
+        f"from {p.grain.table} where series_id = any(:ids) and bucket >= :a and bucket < :b"
     )
-    merged = merged_sql(
-        src, ["series_id", "ob"], raw=False, phases=(phase,), errors=False, hist=False
-    )
-    return f"select series_id, ob, {cols} from ({merged}) m order by 1, 2"
 
 
 def timeseries(
@@ -113,14 +113,24 @@ def timeseries(
                     ms(r[8]), ms(q[0]), ms(q[1]), ms(q[2]), ms(r[10]), ms(r[11]),
                 )
             )  # fmt: skip
-    else:
-        for r in conn.execute(text(_rollup_sql(p, phase)), params):
+    elif p.step == p.grain.width:
+        for r in conn.execute(text(_direct_sql(p, phase)), params):
             count = r[7] or 0
             points.append(
                 Point(
                     r[0], r[1], r[2], r[3], r[4], r[5], r[6], count,
                     ms(r[8]), ms(r[9]), ms(r[10]), ms(r[11]), ms(r[12]),
                     ms(r[13] / count) if count and r[13] is not None else None,
+                )
+            )  # fmt: skip
+    else:
+        merged = merge(conn, _merge_sql(p, phase), params, nkeys=2)
+        for (sid, bucket), m in sorted(merged.items()):
+            points.append(
+                Point(
+                    sid, bucket, m.n, m.n_ok, m.n_error, m.n_timeout, m.n_skipped, m.count,
+                    ms(m.min), ms(m.p50), ms(m.p95), ms(m.p99), ms(m.max),
+                    ms(m.sum / m.count) if m.count and m.sum is not None else None,
                 )
             )  # fmt: skip
     return SeriesResult(phase, p.grain.name, p.step, p.start, p.end, points)

@@ -79,7 +79,7 @@ def weekly(
         "and (cast(:tids as integer[]) is null or m.target_id = any(cast(:tids as integer[])))"
     )
     merged = merged_sql(
-        src, ["mode_id", "wk"], raw=False, phases=(phase,), errors=False, hist=False
+        src, ["mode_id", "wk"], raw=False, phases=(phase,), errors=False, hist=False, single=True
     )
     rows = conn.execute(
         text(
