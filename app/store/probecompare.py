@@ -7,13 +7,14 @@ get more samples. :func:`compare_probe` takes the same inputs plus ``probe`` and
 returns the same :class:`~app.store.compare.CompareResult` computed from that
 probe's series alone (a mode without such a series gets an empty entry).
 
-The statistics are those of :mod:`app.store.compare` (its histogram matrix, medians
-interpolated inside their bucket, block bootstrap): only the rows read differ.
+The statistics are those of :mod:`app.store.compare` (medians interpolated inside
+their bucket, the same block bootstrap): only the rows read differ. Once ``compare``
+takes a probe filter itself, this module can go.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -21,20 +22,29 @@ import numpy.typing as npt
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from app.store.compare import (
-    MAX_BLOCKS,
-    CompareResult,
-    ModeStats,
-    _boot_medians,
-    _matrix,
-    _medians,
-)
+from app.store.compare import MAX_BLOCKS, CompareResult, ModeStats, _boot_medians, _medians
 from app.store.hist import bucket_value, quantiles
 from app.store.layout import ORIGIN_SQL, check_phase
 from app.store.resolution import check_range, choose
 from app.store.timeseries import NS_PER_MS, ms
 
 PROBES = ("connping", "sessionping", "commit", "poolacquire", "sweep")
+
+
+def _blocks(
+    rows: list[Any], lo: int, width: int, a: datetime, step: timedelta
+) -> npt.NDArray[np.float64]:
+    """Histogram counts per bootstrap block (rows: one per block that has timings)."""
+    timed = [r for r in rows if r.hi]
+    if not timed:
+        return np.zeros((0, width), dtype=np.float64)
+    _, block = np.unique([(r.bucket - a) // step for r in timed], return_inverse=True)
+    sizes = [len(r.hi) for r in timed]
+    out = np.zeros((int(block.max()) + 1, width), dtype=np.float64)
+    cols = np.concatenate([np.asarray(r.hi, dtype=np.int64) for r in timed]) - lo
+    vals = np.concatenate([np.asarray(r.hc, dtype=np.float64) for r in timed])
+    np.add.at(out, (np.repeat(block, sizes), cols), vals)
+    return out
 
 
 def _mode_stats(
@@ -133,7 +143,7 @@ def compare_probe(
     boots: dict[int, npt.NDArray[np.float64]] = {}
     for mid, name, kind, ids in meta:
         mrows = by_mode.get(mid, [])
-        mat = _matrix(mrows, lo, width, a, p.step)
+        mat = _blocks(mrows, lo, width, a, p.step)
         s = _mode_stats(mid, name, kind, list(ids), mrows, mat, lo)
         stats.append(s)
         if s["count"]:

@@ -8,6 +8,8 @@ writes two hours of connping samples every 10 s ending now:
   pooled: logon 45 ms, ping 1.1 ms; each sample varies by +-5 % deterministically;
 - sales shared fails with TNS-12520 for 3 samples 30 minutes ago;
 - hr dedicated: every sample of the last 10 minutes fails with ORA-12541 (down);
+- sales dedicated also runs sessionping: a reconnect logon of 20 ms every 5 s (twice as
+  many samples as its connping; no comparison or chart may pool the two);
 - sales dedicated spikes to 300 ms logon for the minute starting 50 minutes ago
   (``spike_at``), and the same UTC hour 1, 2 and 3 weeks earlier has normal samples
   (the store's spike baseline).
@@ -31,6 +33,7 @@ from app.web.lookups import load_targets
 
 SECRET_PW = "s3cr3t-Tiger!-do-not-show"
 LOGON_MS = {"dedicated": 60.0, "shared": 42.0, "pooled": 45.0}
+SESSIONPING_LOGON_MS = 20.0
 PING_MS = {"dedicated": 1.0, "shared": 1.2, "pooled": 1.1}
 
 TARGETS_YAML = f"""
@@ -42,6 +45,9 @@ targets:
     password: "{SECRET_PW}"
     modes:
       - name: dedicated
+        probes:
+          - {{probe: connping, interval: 10s}}
+          - {{probe: sessionping, interval: 5s, timeout: 2s}}
       - name: shared
       - name: pooled
         params: {{cclass: CW, purity: self}}
@@ -66,6 +72,7 @@ targets:
 class Seeded:
     now: datetime
     series: dict[tuple[str, str], int]  # (target, mode) -> connping series id
+    sessionping: int  # the series id of sales dedicated's sessionping
     errors_at: datetime
     spike_at: datetime
 
@@ -115,7 +122,16 @@ def seed(engine: Engine, vault: Vault, *, hours: float = 2.0) -> Seeded:
     with engine.begin() as conn:
         import_targets(conn, parse_targets(TARGETS_YAML, "seed"), vault)
         targets = load_targets(conn)
-    series = {(t.name, m.name): s.id for t in targets for m in t.modes for s in m.series}
+    series = {
+        (t.name, m.name): s.id
+        for t in targets
+        for m in t.modes
+        for s in m.series
+        if s.probe == "connping"
+    }
+    sping = next(
+        s.id for t in targets for m in t.modes for s in m.series if s.probe == "sessionping"
+    )
     now = datetime.now(UTC).replace(microsecond=0)
     start = now - timedelta(hours=hours)
     errors_at = now - timedelta(minutes=30)
@@ -138,6 +154,10 @@ def seed(engine: Engine, vault: Vault, *, hours: float = 2.0) -> Seeded:
                 samples.append(_ok(sid, at, 300.0, PING_MS[mode], i))
             else:
                 samples.append(_ok(sid, at, LOGON_MS[mode], PING_MS[mode], i))
+        for half in (0, 5):
+            samples.append(
+                _ok(sping, at + timedelta(seconds=half), SESSIONPING_LOGON_MS, 0.5, 2 * i + half)
+            )
         hr = series[("hr", "dedicated")]
         if at >= now - timedelta(minutes=10):
             samples.append(_fail(hr, at, "ORA-12541", ErrorClass.ORA))
@@ -146,4 +166,4 @@ def seed(engine: Engine, vault: Vault, *, hours: float = 2.0) -> Seeded:
     with engine.begin() as conn:
         write_samples(conn, samples)
     roll_up_pending(engine)
-    return Seeded(now=now, series=series, errors_at=errors_at, spike_at=spike_at)
+    return Seeded(now=now, series=series, sessionping=sping, errors_at=errors_at, spike_at=spike_at)

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.web.timerange import iso
-from tests.web.data import LOGON_MS, SECRET_PW, Seeded
+from tests.web.data import LOGON_MS, SECRET_PW, SESSIONPING_LOGON_MS, Seeded
 
 
 @pytest.fixture
@@ -101,7 +101,13 @@ def test_malformed_calls_get_a_4xx_with_a_message(
 
 
 def test_samples_keyset_pages_do_not_overlap(client: TestClient, seeded: Seeded) -> None:
-    params = {"target": "sales", "mode": "dedicated", "range": "1h", "limit": 50}
+    params = {
+        "target": "sales",
+        "mode": "dedicated",
+        "probe": "connping",
+        "range": "1h",
+        "limit": 50,
+    }
     first = client.get("/api/v1/samples", params=params).json()
     second = client.get("/api/v1/samples", params={**params, "after": first["next"]}).json()
     a = [s["scheduled_at"] for s in first["samples"]]
@@ -174,3 +180,38 @@ def test_openapi_documents_every_api_route(client: TestClient) -> None:
         "/metrics",
     ):
         assert p in paths, p
+
+
+def test_timeseries_reads_one_probe_kind(client: TestClient, seeded: Seeded) -> None:
+    url = "/api/v1/targets/sales/timeseries"
+    default = client.get(url, params={"range": "1h", "modes": "dedicated"}).json()
+    sping = client.get(
+        url, params={"range": "1h", "modes": "dedicated", "probe": "sessionping"}
+    ).json()
+    assert default["probe"] == "connping" and sping["probe"] == "sessionping"
+    for doc, want, per_bucket in (
+        (default, LOGON_MS["dedicated"], 1),
+        (sping, SESSIONPING_LOGON_MS, 2),
+    ):
+        (m,) = doc["modes"]
+        p50s = sorted(v for v in m["p50"] if v is not None)
+        assert abs(p50s[len(p50s) // 2] - want) / want < 0.06
+        # samples per bucket: connping every 10 s, sessionping every 5 s (never the sum)
+        step_samples = doc["step_s"] / 10 * per_bucket
+        assert max(m["n"]) <= step_samples
+
+
+def test_samples_carry_their_probe_and_filter_by_it(client: TestClient, seeded: Seeded) -> None:
+    base = {"target": "sales", "mode": "dedicated", "range": "1h", "limit": 1000}
+    every = client.get("/api/v1/samples", params=base).json()["samples"]
+    assert {s["probe"] for s in every} == {"connping", "sessionping"}
+    only = client.get("/api/v1/samples", params={**base, "probe": "sessionping"}).json()
+    assert only["samples"] and {s["probe"] for s in only["samples"]} == {"sessionping"}
+    assert {s["series_id"] for s in only["samples"]} == {seeded.sessionping}
+    none = client.get("/api/v1/samples", params={"target": "hr", "probe": "commit"}).json()
+    assert none["samples"] == []
+    bad = client.get("/api/v1/samples", params={"probe": "ping"})
+    assert bad.status_code == 422 and "probe" in bad.text
+    csv_res = client.get("/api/v1/samples.csv", params={**base, "probe": "sessionping"})
+    rows = list(csv.DictReader(io.StringIO(csv_res.text)))
+    assert rows and {r["series_id"] for r in rows} == {str(seeded.sessionping)}

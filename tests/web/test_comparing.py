@@ -80,6 +80,44 @@ def test_compare_api_on_known_data(client: TestClient, seeded: Seeded) -> None:
     )
 
 
+def test_compare_uses_one_probe_kind(client: TestClient, seeded: Seeded) -> None:
+    """sales dedicated also runs sessionping (20 ms reconnect logons, twice as often): the
+    default comparison is connping only, every mode with the same number of samples."""
+    doc = client.get("/api/v1/compare", params={"target": "sales", "range": "1h"}).json()
+    assert doc["probe"] == "connping"
+    by = {m["name"]: m for m in doc["modes"]}
+    n = by["pooled"]["n"]
+    assert by["dedicated"]["n"] == n and 355 <= n <= 365  # an hour of 10-s runs, not pooled
+    assert 57 < by["dedicated"]["p50"] < 63
+    sp = client.get(
+        "/api/v1/compare", params={"target": "sales", "range": "1h", "probe": "sessionping"}
+    ).json()
+    by = {m["name"]: m for m in sp["modes"]}
+    assert sp["probe"] == "sessionping"
+    assert by["dedicated"]["n"] in (2 * n - 1, 2 * n, 2 * n + 1)
+    assert 19 < by["dedicated"]["p50"] < 21
+    assert by["shared"]["n"] == 0 and by["shared"]["ratio"] is None
+    daily = client.get(
+        "/api/v1/compare/daily", params={"target": "sales", "probe": "sessionping"}
+    ).json()
+    by = {m["name"]: m for m in daily["modes"]}
+    assert daily["probe"] == "sessionping" and by["shared"]["days"] == []
+    assert all(19 < v < 21 for v in by["dedicated"]["p50"])
+
+
+def test_compare_page_has_a_probe_selector(client: TestClient, seeded: Seeded) -> None:
+    body = client.get("/compare?target=sales&range=1h", headers={"Accept": "text/html"}).text
+    assert (
+        '<select name="probe"><option selected>connping</option><option>sessionping</option>'
+        in body
+    )
+    assert "connping samples only" in body
+    assert "/api/v1/compare?target=sales&amp;phase=logon&amp;probe=connping" in body
+    other = client.get("/compare?target=sales&range=1h&probe=sessionping").text
+    assert "sessionping samples only" in other
+    assert client.get("/compare?target=sales&probe=nope").status_code == 422
+
+
 def test_daily_p50_per_mode(client: TestClient, seeded: Seeded) -> None:
     res = client.get("/api/v1/compare/daily", params={"target": "sales", "range": "24h"})
     assert res.status_code == 200, res.text

@@ -84,3 +84,25 @@ def test_target_page_rejects_a_bad_window_with_a_message(
     res = client.get("/target/sales?range=2w", headers=HTML)
     assert res.status_code == 422
     assert "range: &#39;2w&#39; is not one of" in res.text
+
+
+def test_target_page_lets_the_viewer_pick_the_probe(client: TestClient, seeded: Seeded) -> None:
+    body = client.get("/target/sales?range=6h", headers=HTML).text
+    assert "/api/v1/targets/sales/timeseries?phase=logon&probe=connping" in body
+    assert "<option selected>connping</option><option>sessionping</option>" in body
+    assert "<strong>connping</strong> samples only" in body
+    hr = client.get("/target/hr?range=6h&probe=sessionping", headers=HTML).text
+    assert "probe=sessionping" in hr and "<strong>sessionping</strong> samples only" in hr
+
+
+def test_samples_page_has_a_probe_column_and_filter(client: TestClient, seeded: Seeded) -> None:
+    res = client.get("/samples?target=sales&mode=dedicated&probe=sessionping&limit=20")
+    assert res.status_code == 200
+    body = res.text
+    assert '<th scope="col">Probe</th>' in body
+    assert "<option selected>sessionping</option>" in body
+    rows = body.split('<tr data-status="')[1:]
+    assert len(rows) == 20
+    assert all("<td>sessionping</td>" in r and "<td>connping</td>" not in r for r in rows)
+    every = client.get("/samples?target=sales&mode=dedicated&limit=200").text
+    assert "<td>connping</td>" in every and "<td>sessionping</td>" in every
