@@ -15,17 +15,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from itertools import chain
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from psycopg.rows import namedtuple_row
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.store.hist import GAMMA, bucket_value, quantiles
-from app.store.layout import ORIGIN_SQL, check_phase, driver_connection
+from app.store.layout import ORIGIN_SQL, check_phase
+from app.store.npmerge import merged_matrix, rollup_columns
 from app.store.resolution import check_range, choose
 from app.store.timeseries import NS_PER_MS, ms
 
@@ -73,23 +72,6 @@ class CompareResult:
 MAX_BLOCKS = 150
 
 
-def _matrix(
-    rows: list[Any], lo: int, width: int, a: datetime, step: timedelta
-) -> npt.NDArray[np.float64]:
-    """One histogram row per block of ``step`` (rows without a histogram left out)."""
-    rows = [r for r in rows if r.hi]
-    if not rows:
-        return np.zeros((0, width), dtype=np.float64)
-    block = np.array([int((r.bucket - a) / step) for r in rows], dtype=np.int64)
-    _, block = np.unique(block, return_inverse=True)
-    lens = np.array([len(r.hi) for r in rows], dtype=np.int64)
-    idx = np.fromiter(chain.from_iterable(r.hi for r in rows), np.int64, int(lens.sum()))
-    cnt = np.fromiter(chain.from_iterable(r.hc for r in rows), np.float64, int(lens.sum()))
-    m = np.zeros((int(block.max()) + 1, width), dtype=np.float64)
-    np.add.at(m, (np.repeat(block, lens), idx - lo), cnt)
-    return m
-
-
 def _medians(h: npt.NDArray[np.float64], lo: int) -> npt.NDArray[np.float64]:
     """Median (ns) of each histogram row, interpolated geometrically inside its bucket.
 
@@ -126,68 +108,70 @@ def compare(
     *,
     phase: str = "total",
     baseline: str = "dedicated",
+    probe: str | None = None,
     n_boot: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> CompareResult:
-    """Per-mode distribution over ``[start, end)`` (widened to whole blocks) and ratios."""
+    """Per-mode distribution over ``[start, end)`` (widened to whole blocks) and ratios.
+
+    ``probe`` (e.g. ``"connping"``) keeps only that probe kind's series; without it every
+    series of a mode is pooled. A mode without matching data gets an empty entry.
+    """
     check_phase(phase)
     check_range(start, end)
     p = choose(start, end, MAX_BLOCKS, allow_raw=False)
     grain, a, b = p.grain, p.data_start, p.data_end
-    raw = driver_connection(conn)
-    with raw.cursor(binary=True, row_factory=namedtuple_row) as cur:
-        cur.execute(
-            f"select s.mode_id, date_bin(%(step)s, r.bucket, {ORIGIN_SQL}) as bucket, r.n, "
-            f"r.n_skipped, r.n_ok, r.n_error, r.n_timeout, r.{phase}_min as mn, "
-            f"r.{phase}_max as mx, r.{phase}_sum as sm, r.{phase}_hi as hi, r.{phase}_hc as hc "
-            f"from {grain.table} r join series s on s.id = r.series_id "
-            "join modes m on m.id = s.mode_id "
-            "where m.target_id = %(t)s and r.bucket >= %(a)s and r.bucket < %(b)s",
-            {"t": target_id, "a": a, "b": b, "step": p.step},
-        )
-        rows: list[Any] = cur.fetchall()
+    groups, mat, lo = merged_matrix(
+        conn,
+        f"select s.mode_id as k1, date_bin(:step, r.bucket, {ORIGIN_SQL}) as k2, "
+        f"{rollup_columns(phase, 'r.')} from {grain.table} r "
+        "join series s on s.id = r.series_id join modes m on m.id = s.mode_id "
+        "where m.target_id = :t and r.bucket >= :a and r.bucket < :b "
+        "and (cast(:probe as text) is null or s.probe = cast(:probe as text))",
+        {"t": target_id, "a": a, "b": b, "step": p.step, "probe": probe},
+        nkeys=2,
+    )
     series_of: dict[int, list[int]] = {}
     for mid, sid in conn.execute(
         text(
             "select s.mode_id, s.id from series s join modes m on m.id = s.mode_id "
-            "where m.target_id = :t order by s.id"
+            "where m.target_id = :t "
+            "and (cast(:probe as text) is null or s.probe = cast(:probe as text)) order by s.id"
         ),
-        {"t": target_id},
+        {"t": target_id, "probe": probe},
     ):
         series_of.setdefault(mid, []).append(sid)
     modes_meta = conn.execute(
         text("select id, name, kind from modes where target_id = :t order by id"), {"t": target_id}
     ).all()
-    by_mode: dict[int, list[Any]] = {mid: [] for mid, _, _ in modes_meta}
-    for r in rows:
-        by_mode.setdefault(r.mode_id, []).append(r)
-    entries = [i for r in rows if r.hi for i in (min(r.hi), max(r.hi))]
-    lo = min(entries) if entries else 0
-    width = (max(entries) - lo + 1) if entries else 1
+    rows_of: dict[int, list[int]] = {}
+    for i, g in enumerate(groups):
+        rows_of.setdefault(g[0], []).append(i)
+    width = mat.shape[1]
     rng = np.random.default_rng(seed)
-    mats: dict[int, npt.NDArray[np.float64]] = {}
     medians: dict[int, float] = {}
     boots: dict[int, npt.NDArray[np.float64]] = {}
     stats: list[dict[str, Any]] = []
     for mid, name, kind in modes_meta:
-        mrows = by_mode.get(mid, [])
-        m = _matrix(mrows, lo, width, a, p.step)
-        mats[mid] = m
+        sel = rows_of.get(mid, [])
+        mrows = [groups[i] for i in sel]  # (mode, block, gid, n, ok, err, to, skip, cnt, ...)
+        m = mat[sel] if sel else np.zeros((0, width))
+        m = m[m.sum(axis=1) > 0]  # blocks without timings do not take part in the bootstrap
         hist = (m.sum(axis=0) if m.size else np.zeros(width)).astype(np.int64)
         if hist.sum():
             medians[mid] = float(_medians(hist[None, :].astype(np.float64), lo)[0])
-        n = sum(r.n for r in mrows)
-        skipped = sum(r.n_skipped for r in mrows)
-        n_ok = sum(r.n_ok for r in mrows)
+        n = sum(int(r[3]) for r in mrows)
+        n_ok = sum(int(r[4]) for r in mrows)
+        skipped = sum(int(r[7]) for r in mrows)
         cnt = int(hist.sum())
-        mins = [r.mn for r in mrows if r.mn is not None]
-        maxs = [r.mx for r in mrows if r.mx is not None]
+        mins = [r[9] for r in mrows if r[9] is not None]
+        maxs = [r[10] for r in mrows if r[10] is not None]
         lo_v = float(min(mins)) if mins else None
         hi_v = float(max(maxs)) if maxs else None
         nz = np.nonzero(hist)[0]
         q = quantiles(nz + lo, hist[nz], (0.5, 0.9, 0.95, 0.99), lo_v, hi_v)
-        sm = sum(int(r.sm) for r in mrows if r.sm is not None)
+        sm = sum(float(r[11]) for r in mrows if r[11] is not None)
         stats.append(
             {
                 "mode_id": mid,
@@ -196,8 +180,8 @@ def compare(
                 "series_ids": series_of.get(mid, []),
                 "n": n,
                 "n_ok": n_ok,
-                "n_error": sum(r.n_error for r in mrows),
-                "n_timeout": sum(r.n_timeout for r in mrows),
+                "n_error": sum(int(r[5]) for r in mrows),
+                "n_timeout": sum(int(r[6]) for r in mrows),
                 "availability": (n_ok / (n - skipped)) if n - skipped > 0 else None,
                 "count": cnt,
                 "mean_ms": (sm / cnt / NS_PER_MS) if cnt else None,

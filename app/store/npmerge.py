@@ -86,16 +86,18 @@ def _ints(text_list: str | None) -> npt.NDArray[np.int64]:
     return np.fromstring(text_list, dtype=np.int64, sep=",")
 
 
-def merge(
+def merged_matrix(
     conn: Connection, src: str, params: Mapping[str, Any], nkeys: int = 1
-) -> dict[Any, Merged]:
-    """Merge rollup rows per key.
+) -> tuple[list[Any], npt.NDArray[np.float64], int]:
+    """Merge rollup rows per key, keeping the histograms as a dense matrix.
 
-    ``src`` selects key columns named ``k1..kN`` then :func:`rollup_columns`. Counts,
-    min, max and sums are aggregated in SQL per key; the histograms travel as four
-    comma-separated integer lists (group, length, indexes, counts) parsed by numpy in
-    C, then added into a dense matrix, so a merge costs little per entry on either side.
-    Keys are single values (``nkeys == 1``) or tuples.
+    ``src`` selects key columns named ``k1..kN`` then :func:`rollup_columns`. Returns
+    one row per key, ordered by key, ``(k1..kN, gid, n, n_ok, n_error, n_timeout,
+    n_skipped, count, min, max, sum)``, the matching rows of a dense histogram matrix
+    and the bucket index of its first column. Counts, min, max and sums are aggregated
+    in SQL; the histograms travel as four comma-separated integer lists (group, length,
+    indexes, counts) parsed by numpy in C and added into the matrix, so a merge costs
+    little per entry on either side.
     """
     keys = ", ".join(f"k{i}" for i in range(1, nkeys + 1))
     sql = (
@@ -119,18 +121,30 @@ def merge(
         cur.execute(_psql(sql), params)
         rows = cur.fetchall()
     if not rows:
+        return [], np.zeros((0, 1)), 0
+    k = nkeys
+    gids, lens, idx, cnt = (_ints(rows[0][k + 10 + j]) for j in range(4))
+    groups = [r[: k + 10] for r in rows]
+    if not idx.size:
+        return groups, np.zeros((len(rows), 1)), 0
+    lo = int(idx.min())
+    m = np.zeros((len(rows), int(idx.max()) - lo + 1))
+    np.add.at(m, (np.repeat(gids, lens), idx - lo), cnt.astype(np.float64))
+    return groups, m, lo
+
+
+def merge(
+    conn: Connection, src: str, params: Mapping[str, Any], nkeys: int = 1
+) -> dict[Any, Merged]:
+    """Merge rollup rows per key (see :func:`merged_matrix`); keys are single values
+    (``nkeys == 1``) or tuples."""
+    rows, m, lo = merged_matrix(conn, src, params, nkeys)
+    if not rows:
         return {}
     k = nkeys
-    ng = len(rows)
     mins = np.array([r[k + 7] for r in rows], dtype=np.float64)  # None -> nan
     maxs = np.array([r[k + 8] for r in rows], dtype=np.float64)
-    q = np.full((ng, 3), np.nan)
-    gids, lens, idx, cnt = (_ints(rows[0][k + 10 + j]) for j in range(4))
-    if idx.size:
-        lo = int(idx.min())
-        m = np.zeros((ng, int(idx.max()) - lo + 1))
-        np.add.at(m, (np.repeat(gids, lens), idx - lo), cnt.astype(np.float64))
-        q = matrix_quantiles(m, lo, (0.5, 0.95, 0.99), mins, maxs)
+    q = matrix_quantiles(m, lo, (0.5, 0.95, 0.99), mins, maxs)
     out: dict[Any, Merged] = {}
     for i, r in enumerate(rows):
         key = r[0] if k == 1 else tuple(r[:k])

@@ -54,3 +54,27 @@ def test_mode_without_data_and_target_without_baseline(engine: Engine) -> None:
     by = {m.kind: m for m in r.modes}
     assert by["pooled"].n == 0 and by["pooled"].p50_ms is None and by["pooled"].availability is None
     assert by["shared"].ratio is None and close(by["shared"].p50_ms, 40.0)
+
+
+def test_probe_filter_keeps_one_probe_kind(engine: Engine) -> None:
+    ids = make_series(engine, "t1", {"dedicated": 10000})
+    with engine.begin() as conn:
+        mode_id = conn.exec_driver_sql("select id from modes").scalar_one()
+        commit_sid = conn.exec_driver_sql(
+            "insert into series (mode_id, probe, interval_ms, timeout_ms) "
+            f"values ({mode_id}, 'commit', 10000, 10000) returning id"
+        ).scalar_one()
+    store(engine, [ok(ids["dedicated"], T0 + timedelta(seconds=10 * i), 60) for i in range(30)])
+    store(engine, [ok(commit_sid, T0 + timedelta(seconds=10 * i), 5) for i in range(30)])
+    with engine.connect() as conn:
+        tid = conn.exec_driver_sql("select id from targets").scalar_one()
+        pooled = compare(conn, tid, T0, T0 + timedelta(hours=1))
+        only = compare(conn, tid, T0, T0 + timedelta(hours=1), probe="connping")
+        none = compare(conn, tid, T0, T0 + timedelta(hours=1), probe="sweep")
+    assert pooled.modes[0].count == 60 and pooled.modes[0].series_ids == [
+        ids["dedicated"],
+        commit_sid,
+    ]
+    assert only.modes[0].count == 30 and close(only.modes[0].p50_ms, 60.0)
+    assert only.modes[0].series_ids == [ids["dedicated"]]
+    assert none.modes[0].count == 0 and none.modes[0].p50_ms is None
