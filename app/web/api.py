@@ -113,6 +113,7 @@ def api_overview(conn: ConnDep) -> OverviewOut:
                 target=r.target,
                 mode=r.mode,
                 mode_kind=r.mode_kind,
+                probe=r.probe,
                 state=r.state,
                 reason=r.reason,
                 logon_p50_ms=r.stats.logon_p50,

@@ -1,11 +1,12 @@
 """The overview's rows: every target x mode with its state, current latencies and a sparkline.
 
-State of a mode (its connping series, all sites together):
+State of a mode (its connping series, all sites together; a mode without connping: its
+series of the first of sessionping, commit, poolacquire it runs; kinds are never pooled):
 
 - ``stale``: no sample at all in the last ``STALE_AFTER`` intervals (at least 2 minutes);
 - ``down``: samples arrived in the last 5 minutes but none of them succeeded;
 - ``degraded``: some failed in the last 15 minutes (error rate above 0), or the current
-  logon p95 is above twice the median of the last hour's 5-minute logon p50s;
+  logon p95 is above twice the median of the last hour's per-minute logon p50s;
 - ``ok`` otherwise. Disabled targets and modes are listed last as ``disabled``.
 
 Rows are sorted worst first: down, degraded, stale, ok, then by logon p95 descending.
@@ -21,11 +22,25 @@ from app.web.palette import ModeStyle, mode_style
 
 STATE_ORDER = {"down": 0, "degraded": 1, "stale": 2, "ok": 3, "unknown": 4, "disabled": 5}
 STALE_AFTER = 3  # intervals without any sample
+# which probe's series speak for a mode: connping where the mode has one, else the first of
+# these it runs (a mode's logons from different probe kinds are never pooled)
+OVERVIEW_PROBES = ("connping", "sessionping", "commit", "poolacquire")
+
+
+def overview_probe(mode: ModeInfo) -> str | None:
+    """The probe kind whose series give the mode's state and latencies (None: no series)."""
+    have = {s.probe for s in mode.series}
+    return next((p for p in OVERVIEW_PROBES if p in have), None)
+
+
+def probe_interval_ms(mode: ModeInfo) -> int:
+    probe = overview_probe(mode)
+    return min((x.interval_ms for x in mode.series if x.probe == probe), default=0)
 
 
 @dataclass(slots=True)
 class ModeStats:
-    """What the store says about one mode's connping series."""
+    """What the store says about one mode's series of its overview probe (connping if any)."""
 
     last_at: datetime | None = None
     n_5m: int = 0
@@ -52,6 +67,7 @@ class OverviewRow:
     reason: str
     stats: ModeStats
     interval_ms: int
+    probe: str | None
 
     @property
     def error_rate(self) -> float | None:
@@ -64,9 +80,9 @@ def classify(mode: ModeInfo, target: TargetInfo, s: ModeStats, now: datetime) ->
     """(state, reason in words)."""
     if not target.enabled or not mode.enabled:
         return "disabled", "monitoring is switched off"
-    interval_ms = min((x.interval_ms for x in mode.series if x.probe == "connping"), default=0)
+    interval_ms = probe_interval_ms(mode)
     if not interval_ms:
-        return "unknown", "no connping series"
+        return "unknown", "no probe series"
     stale_s = max(120.0, STALE_AFTER * interval_ms / 1000)
     if s.last_at is None or (now - s.last_at).total_seconds() > stale_s:
         return "stale", f"no sample for more than {stale_s:.0f} s"
@@ -91,12 +107,12 @@ def build_rows(
         for m in t.modes:
             s = stats.get(m.id, ModeStats())
             state, reason = classify(m, t, s, now)
-            interval = min((x.interval_ms for x in m.series if x.probe == "connping"), default=0)
             rows.append(
                 OverviewRow(
-                    t.name, t.kind, m.name, m.kind, mode_style(m.kind), state, reason, s, interval
+                    t.name, t.kind, m.name, m.kind, mode_style(m.kind), state, reason, s,
+                    probe_interval_ms(m), overview_probe(m),
                 )
-            )
+            )  # fmt: skip
     rows.sort(
         key=lambda r: (
             STATE_ORDER[r.state],
@@ -111,7 +127,8 @@ def build_rows(
 def sparkline_svg(
     values: list[float | None], color: str, width: int = 120, height: int = 28
 ) -> str:
-    """A tiny inline SVG polyline of the p50 per bucket; gaps stay gaps."""
+    """A tiny inline SVG of the p50 per bucket over a fixed axis (the hour): a line through
+    consecutive buckets, a dot for a lone one; gaps stay gaps. Empty without any value."""
     pts = [v for v in values if v is not None]
     if not pts:
         return ""
@@ -128,6 +145,8 @@ def sparkline_svg(
         segments[-1].append(f"{i * step:.1f},{y:.1f}")
     lines = "".join(
         f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{" ".join(seg)}"/>'
+        if len(seg) > 1
+        else '<circle cx="{}" cy="{}" r="1.5" fill="{}"/>'.format(*seg[0].split(","), color)
         for seg in segments
         if seg
     )

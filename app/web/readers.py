@@ -17,15 +17,23 @@ from sqlalchemy.engine import Connection
 from app.store.samples import read_samples
 from app.store.timeseries import Point, timeseries
 from app.web.lookups import ModeInfo, TargetInfo
-from app.web.overview import ModeStats
+from app.web.overview import ModeStats, overview_probe
 from app.web.palette import mode_style
 from app.web.schemas import ErrorMark, ModeTimeseries, TimeseriesOut
 from app.web.timerange import TimeRange
 
 
-def connping_ids(modes: Iterable[ModeInfo], probe: str = "connping") -> dict[int, int]:
+def probe_ids(modes: Iterable[ModeInfo], probe: str = "connping") -> dict[int, int]:
     """series id -> mode id, for the given probe kind (every site)."""
     return {s.id: m.id for m in modes for s in m.series if s.probe == probe}
+
+
+def overview_ids(modes: Iterable[ModeInfo]) -> dict[int, int]:
+    """series id -> mode id, for each mode's overview probe (connping where it has one)."""
+    return {s.id: m.id for m in modes for s in m.series if s.probe == overview_probe(m)}
+
+
+SPARK_POINTS = 60  # one per minute over the last hour
 
 
 def _by_mode(points: list[Point], owner: dict[int, int]) -> dict[int, list[Point]]:
@@ -54,12 +62,16 @@ def overview_stats(
 ) -> dict[int, ModeStats]:
     """Per mode id: recent counts, current logon/ping p50/p95, and an hour's sparkline.
 
+    Each mode is read from the series of one probe kind (:func:`overview_probe`:
+    connping where the mode has one), never a mix.
+
     - counts and the last sample's time: the store's 10-second buckets of the last 15 minutes;
     - current p50/p95: the latest 15-minute bucket (aligned) with successful samples;
-    - sparkline: logon p50 per 5-minute bucket over the last hour;
+    - sparkline: logon p50 per minute over the last hour (what exists: a mode that started
+      3 minutes ago has 3 points), and its median is the "degraded" baseline;
     - a mode with several sites shows its worst site.
     """
-    owner = connping_ids(m for t in targets for m in t.modes)
+    owner = overview_ids(m for t in targets for m in t.modes)
     stats: dict[int, ModeStats] = {mid: ModeStats() for mid in set(owner.values())}
     if not owner:
         return stats
@@ -82,7 +94,9 @@ def overview_stats(
             latest = _latest(pts)
             setattr(stats[mid], f"{phase}_p50", _worst(p.p50_ms for p in latest))
             setattr(stats[mid], f"{phase}_p95", _worst(p.p95_ms for p in latest))
-    hour = timeseries(conn, ids, now - timedelta(hours=1), now, phase="logon", max_points=12)
+    hour = timeseries(
+        conn, ids, now - timedelta(hours=1), now, phase="logon", max_points=SPARK_POINTS
+    )
     start = hour.start
     nb = int((hour.end - hour.start) / hour.step)
     for mid, pts in _by_mode(hour.points, owner).items():
@@ -163,7 +177,7 @@ def target_timeseries(
     A mode with several sites shows the site with most samples per bucket.
     """
     modes = [m for m in target.modes if m.name in mode_names]
-    owner = connping_ids(modes, probe)
+    owner = probe_ids(modes, probe)
     budget = points_for(window.span, points)
     res = timeseries(conn, list(owner), window.start, window.end, phase=phase, max_points=budget)
     grouped = _by_mode(res.points, owner)

@@ -45,6 +45,7 @@ class OverviewRowOut(BaseModel):
     target: str
     mode: str
     mode_kind: str
+    probe: str | None = Field(description="the probe kind read: connping where the mode has one")
     state: str = Field(description="ok, degraded, down, stale, unknown or disabled")
     reason: str
     logon_p50_ms: float | None
@@ -54,7 +55,9 @@ class OverviewRowOut(BaseModel):
     error_rate_15m: float | None
     samples_15m: int
     last_sample_at: datetime | None
-    spark_logon_p50_ms: list[float | None]
+    spark_logon_p50_ms: list[float | None] = Field(
+        description="logon p50 per minute over the last hour, oldest first (null: no data)"
+    )
 
 
 class OverviewOut(BaseModel):
