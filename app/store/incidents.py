@@ -18,11 +18,11 @@ Each result carries up to ``context_limit`` raw samples from ``context`` before 
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
+import numpy as np
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
@@ -79,58 +79,57 @@ def spikes(
     grain = MINUTE if end - start <= timedelta(days=2) else HOUR
     a, b = floor_to(start, grain.width), ceil_to(end, grain.width)
     ids = list(series_ids)
-    base: dict[tuple[int, datetime], float] = {}
-    for sid, bucket, p95 in conn.execute(
+    # hour numbers since the epoch make "the same hour w weeks ago" plain arithmetic
+    base_rows = conn.execute(
         text(
-            f"select series_id, bucket, {phase}_p95 from rollup_1h where series_id = any(:ids) "
+            "select series_id, (extract(epoch from bucket)::bigint / 3600)::bigint, "
+            f"{phase}_p95 from rollup_1h where series_id = any(:ids) "
             f"and bucket >= :a and bucket < :b and {phase}_n >= :mc"
         ),
         {"ids": ids, "a": floor_to(a, HOUR.width) - weeks * WEEK, "b": b, "mc": min_count},
-    ):
-        base[(sid, bucket)] = float(p95)
-    if grain is HOUR:
-        cand = [(sid, bk, p) for (sid, bk), p in base.items() if a <= bk < b]
-        counts = {}
-    else:
-        rows = conn.execute(
-            text(
-                f"select series_id, bucket, {phase}_p95, {phase}_n from rollup_1m "
-                f"where series_id = any(:ids) and bucket >= :a and bucket < :b "
-                f"and {phase}_n >= :mc"
-            ),
-            {"ids": ids, "a": a, "b": b, "mc": min_count},
-        ).all()
-        cand = [(r[0], r[1], float(r[2])) for r in rows]
-        counts = {(r[0], r[1]): int(r[3]) for r in rows}
-    found: list[tuple[float, int, datetime, float, float]] = []
-    for sid, bk, p95 in cand:
-        hour = floor_to(bk, HOUR.width)
-        prior = [base[k] for w in range(1, weeks + 1) if (k := (sid, hour - w * WEEK)) in base]
-        if len(prior) < 2:
+    ).all()
+    cand = conn.execute(
+        text(
+            "select series_id, extract(epoch from bucket)::bigint, "
+            "(extract(epoch from bucket)::bigint / 3600)::bigint, "
+            f"{phase}_p95, {phase}_n from {grain.table} where series_id = any(:ids) "
+            f"and bucket >= :a and bucket < :b and {phase}_n >= :mc"
+        ),
+        {"ids": ids, "a": a, "b": b, "mc": min_count},
+    ).all()
+    found: list[tuple[float, int, datetime, float, float, int]] = []
+    lags = 168 * np.arange(1, weeks + 1)
+    for sid in ids:
+        hb = np.array([(r[1], r[2]) for r in base_rows if r[0] == sid], dtype=np.float64)
+        mine = [r for r in cand if r[0] == sid]
+        if hb.size == 0 or not mine:
             continue
-        ref = statistics.median(prior)
-        if ref > 0 and p95 > factor * ref:
-            found.append((p95 / ref, sid, bk, p95, ref))
+        h0 = int(hb[:, 0].min())
+        series_p95 = np.full(int(hb[:, 0].max()) - h0 + 1, np.nan)
+        series_p95[hb[:, 0].astype(np.int64) - h0] = hb[:, 1]
+        hours = np.array([r[2] for r in mine], dtype=np.int64) - h0
+        back = hours[:, None] - lags[None, :]
+        ok = (back >= 0) & (back < series_p95.size)
+        prior = np.where(ok, series_p95[np.clip(back, 0, series_p95.size - 1)], np.nan)
+        enough = (~np.isnan(prior)).sum(axis=1) >= 2
+        if not enough.any():
+            continue
+        ref = np.full(len(mine), np.nan)
+        ref[enough] = np.nanmedian(prior[enough], axis=1)
+        p95 = np.array([float(r[3]) for r in mine])
+        hit = enough & (ref > 0) & (p95 > factor * ref)
+        for j in np.nonzero(hit)[0]:
+            r = mine[int(j)]
+            at = datetime.fromtimestamp(r[1], UTC)
+            found.append((float(p95[j] / ref[j]), sid, at, float(p95[j]), float(ref[j]), r[4]))
     found.sort(key=lambda x: (-x[0], x[2], x[1]))
     found = found[:max_results]
-    if grain is HOUR and found:
-        cnt_rows = conn.execute(
-            text(
-                f"select series_id, bucket, {phase}_n from rollup_1h "
-                "where (series_id, bucket) in (select * from unnest(cast(:s as integer[]), "
-                "cast(:t as timestamptz[])))"
-            ),
-            {"s": [f[1] for f in found], "t": [f[2] for f in found]},
-        )
-        counts = {(r[0], r[1]): int(r[2]) for r in cnt_rows}
     ctx = samples_around(
         conn, [(f[1], f[2] - context, f[2] + grain.width + context) for f in found], context_limit
     )
     return [
-        Spike(
-            sid, bk, bk + grain.width, p95 / 1e6, ref / 1e6, fac, counts.get((sid, bk), 0), ctx[k]
-        )
-        for k, (fac, sid, bk, p95, ref) in enumerate(found)
+        Spike(sid, bk, bk + grain.width, p95 / 1e6, ref / 1e6, fac, count, ctx[k])
+        for k, (fac, sid, bk, p95, ref, count) in enumerate(found)
     ]
 
 
