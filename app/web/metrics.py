@@ -11,7 +11,12 @@ store's query functions:
 - ``connwatch_up``: 1 when the overview state is ok or degraded, 0 when down or stale;
 - ``connwatch_logon_duration_seconds``: a histogram (cumulative ``le`` buckets, ``_sum``,
   ``_count``) of the last hour's successful logons per target and mode, from the
-  store's merged log-bucket histogram (:func:`app.store.compare.compare`).
+  store's merged log-bucket histograms of the same series (:func:`app.store.histograms`,
+  one query over the 1-minute rollups).
+
+Every value comes from the overview's data plus that one query: the cost does not grow
+with a store call per target. Each mode is read from one probe kind (connping where it
+has one), as on the overview.
 """
 
 from __future__ import annotations
@@ -20,13 +25,14 @@ from datetime import UTC, datetime, timedelta
 
 from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
+from sqlalchemy.engine import Connection
 
 from app.store.agents import agent_status, label_value, number, prometheus_text
-from app.store.compare import compare
+from app.store.histograms import Histogram, histograms
 from app.web.deps import ConnDep
-from app.web.lookups import load_targets
+from app.web.lookups import TargetInfo, load_targets
 from app.web.overview import build_rows
-from app.web.readers import overview_stats
+from app.web.readers import overview_ids, overview_stats
 
 router = APIRouter()
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -103,27 +109,44 @@ def prometheus(conn: ConnDep) -> PlainTextResponse:
             )
         out.declare("connwatch_up", "gauge", "1 when the mode answers (ok or degraded), else 0")
         out.sample("connwatch_up", labels(**base), 1.0 if r.state in ("ok", "degraded") else 0.0)
-    hist_name = "connwatch_logon_duration_seconds"
-    for t in targets:
-        if not t.enabled or not t.modes:
-            continue
-        res = compare(conn, t.id, now - timedelta(hours=1), now, phase="logon", n_boot=1)
-        for m in res.modes:
-            if not m.count:
-                continue
-            out.declare(hist_name, "histogram", "Successful logons of the last hour")
-            base = {"target": t.name, "mode": m.mode, "kind": m.kind}
-            cum = 0
-            values = sorted(m.histogram)
-            i = 0
-            for le in LE_SECONDS:
-                while i < len(values) and values[i][0] / 1000.0 <= le:
-                    cum += values[i][1]
-                    i += 1
-                out.sample(f"{hist_name}_bucket", labels(**base, le=number(le)), cum)
-            out.sample(f"{hist_name}_bucket", labels(**base, le="+Inf"), m.count)
-            total_s = (m.mean_ms or 0.0) * m.count / 1000.0
-            out.sample(f"{hist_name}_sum", labels(**base), total_s)
-            out.sample(f"{hist_name}_count", labels(**base), m.count)
+    logon_histograms(
+        out, conn, targets, {(r.target, r.mode) for r in rows if r.state != "disabled"}, now
+    )
     body = out.text() + prometheus_text(agent_status(conn, now=now))
     return PlainTextResponse(body, media_type=CONTENT_TYPE)
+
+
+def logon_histograms(
+    out: Exposition,
+    conn: Connection,
+    targets: list[TargetInfo],
+    exported: set[tuple[str, str]],
+    now: datetime,
+) -> None:
+    """``connwatch_logon_duration_seconds`` per exported (target, mode): the last hour."""
+    modes = [(t, m) for t in targets for m in t.modes if (t.name, m.name) in exported]
+    owner = overview_ids(m for _, m in modes)
+    per_series = histograms(conn, list(owner), now - timedelta(hours=1), now, phase="logon")
+    name = "connwatch_logon_duration_seconds"
+    merged: dict[int, Histogram] = {}
+    for sid, h in per_series.items():
+        into = merged.setdefault(owner[sid], Histogram())
+        into.count += h.count
+        into.sum_ms += h.sum_ms
+        into.buckets += h.buckets
+    for t, m in modes:
+        mh = merged.get(m.id)
+        if mh is None or not mh.count:
+            continue
+        out.declare(name, "histogram", "Successful logons of the last hour")
+        base = {"target": t.name, "mode": m.name, "kind": m.kind}
+        values = sorted(mh.buckets)
+        cum = i = 0
+        for le in LE_SECONDS:
+            while i < len(values) and values[i][0] / 1000.0 <= le:
+                cum += values[i][1]
+                i += 1
+            out.sample(f"{name}_bucket", labels(**base, le=number(le)), cum)
+        out.sample(f"{name}_bucket", labels(**base, le="+Inf"), mh.count)
+        out.sample(f"{name}_sum", labels(**base), mh.sum_ms / 1000.0)
+        out.sample(f"{name}_count", labels(**base), mh.count)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
 
+from app.store.probecompare import compare_probe
+from app.web.lookups import load_target
 from app.web.metrics import labels
 from tests.web.data import Seeded
 
@@ -59,3 +62,33 @@ def test_logon_histogram_is_cumulative_and_consistent(client: TestClient) -> Non
 
 def test_label_values_are_escaped() -> None:
     assert labels(target='x"y') == '{target="x\\"y"}'
+
+
+def test_histograms_match_the_stores_comparison_and_keep_probes_apart(
+    seeded_env: tuple[TestClient, Seeded],
+) -> None:
+    """/metrics builds its histograms from one rollup query; their content is what the
+    store's per-mode comparison of the same hour and probe kind holds."""
+    client = seeded_env[0]
+    engine = client.app.state.engine  # type: ignore[attr-defined]
+    for _ in range(3):  # both reads within one clock minute (the windows are whole minutes)
+        minute = datetime.now(UTC).replace(second=0, microsecond=0)
+        body = client.get("/metrics").text
+        with engine.connect() as conn:
+            sales = load_target(conn, "sales")
+            assert sales is not None
+            end = datetime.now(UTC)
+            ref = compare_probe(conn, sales.id, end - timedelta(hours=1), end, phase="logon")
+        if end.replace(second=0, microsecond=0) == minute:
+            break
+    for m in ref.modes:
+        lbl = {"target": "sales", "mode": m.mode, "kind": m.kind}
+        count = _value(body, "connwatch_logon_duration_seconds_count", **lbl)
+        assert count == m.count  # connping only: dedicated's sessionping logons left out
+        for le in ("0.025", "0.05", "0.1"):
+            want = sum(c for v, c in m.histogram if v / 1000.0 <= float(le))
+            assert _value(body, "connwatch_logon_duration_seconds_bucket", **lbl, le=le) == want
+        total = _value(body, "connwatch_logon_duration_seconds_sum", **lbl)
+        assert m.mean_ms is not None and abs(total - m.mean_ms * m.count / 1000.0) < 1e-6
+    ded = next(m for m in ref.modes if m.mode == "dedicated")
+    assert 300 < ded.count < 400  # an hour of 10-s connping runs, not 3x that
