@@ -17,7 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.samples import ErrorClass
-from app.store.layout import DAY, HOUR, MINUTE, Grain
+from app.store.layout import DAY, HOUR, MINUTE, Grain, no_jit
 from app.store.resolution import ceil_to, check_range, floor_to
 
 
@@ -74,6 +74,7 @@ def availability(
     conn: Connection, series_ids: Sequence[int], start: datetime, end: datetime
 ) -> AvailabilityResult:
     check_range(start, end)
+    no_jit(conn)
     g = _grain(end - start)
     a, b = floor_to(start, g.width), ceil_to(end, g.width)
     params = {"ids": list(series_ids), "a": a, "b": b}

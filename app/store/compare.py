@@ -23,7 +23,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.store.hist import GAMMA, bucket_value, quantiles
-from app.store.layout import ORIGIN_SQL, check_phase
+from app.store.layout import ORIGIN_SQL, check_phase, no_jit
 from app.store.npmerge import merged_matrix, rollup_columns
 from app.store.resolution import check_range, choose
 from app.store.timeseries import NS_PER_MS, ms
@@ -120,6 +120,7 @@ def compare(
     """
     check_phase(phase)
     check_range(start, end)
+    no_jit(conn)
     p = choose(start, end, MAX_BLOCKS, allow_raw=False)
     grain, a, b = p.grain, p.data_start, p.data_end
     groups, mat, lo = merged_matrix(

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy.engine import Connection
 
-from app.store.layout import HOUR, check_phase
+from app.store.layout import HOUR, check_phase, no_jit
 from app.store.npmerge import merge, rollup_columns
 from app.store.resolution import ceil_to, check_range, floor_to
 from app.store.timeseries import ms
@@ -65,6 +65,7 @@ def heatmap(
     check_phase(phase)
     check_range(start, end)
     check_tz(tz)
+    no_jit(conn)
     a, b = floor_to(start, HOUR.width), ceil_to(end, HOUR.width)
     cell = (
         "extract(isodow from bucket at time zone :tz)::int as k1, "

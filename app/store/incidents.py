@@ -27,7 +27,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.samples import Sample
-from app.store.layout import HOUR, MINUTE, check_phase
+from app.store.layout import HOUR, MINUTE, check_phase, no_jit
 from app.store.resolution import ceil_to, check_range, floor_to, oldest
 from app.store.samples import samples_around
 
@@ -76,6 +76,7 @@ def spikes(
     check_range(start, end)
     if factor <= 1.0 or weeks < 2:
         raise ValueError("factor must exceed 1 and weeks must be at least 2")
+    no_jit(conn)
     grain = MINUTE if end - start <= timedelta(days=2) else HOUR
     a, b = floor_to(start, grain.width), ceil_to(end, grain.width)
     ids = list(series_ids)
@@ -201,6 +202,7 @@ def outages(
 ) -> list[Outage]:
     """Outages overlapping ``[start, end)``, newest first, at most ``max_results``."""
     check_range(start, end)
+    no_jit(conn)
     ids = list(series_ids)
     raw_from = oldest(conn, "samples")
     split = max(start, min(end, raw_from)) if raw_from is not None else end

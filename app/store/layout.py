@@ -60,3 +60,13 @@ def driver_connection(conn: Connection | psycopg.Connection[Any]) -> psycopg.Con
     if not isinstance(raw, psycopg.Connection):
         raise TypeError("the store needs the psycopg (postgresql+psycopg://) driver")
     return raw
+
+
+def no_jit(conn: Connection) -> None:
+    """Turn JIT off for the rest of this transaction.
+
+    The store's reads are short, but long ranges are costed high enough for
+    PostgreSQL's JIT, whose compile time (up to seconds with optimisation) exceeds
+    the whole query's run time.
+    """
+    conn.exec_driver_sql("set local jit = off")

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from app.store.layout import ORIGIN_SQL, RAW, check_phase
+from app.store.layout import ORIGIN_SQL, RAW, check_phase, no_jit
 from app.store.npmerge import merge, rollup_columns
 from app.store.resolution import DEFAULT_POINTS, Plan, plan
 
@@ -101,6 +101,7 @@ def timeseries(
 ) -> SeriesResult:
     """One point per (series, bucket) with data in ``[start, end)`` (widened to whole steps)."""
     check_phase(phase)
+    no_jit(conn)
     p = plan(conn, start, end, max_points, n_series=max(1, len(series_ids)))
     params = {"ids": list(series_ids), "a": p.data_start, "b": p.data_end, "step": p.step}
     points: list[Point] = []

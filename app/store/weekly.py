@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from app.store.layout import check_phase
+from app.store.layout import check_phase, no_jit
 from app.store.merge import merged_sql
 from app.store.resolution import ceil_to, check_range, floor_to
 from app.store.timeseries import NS_PER_MS, ms
@@ -69,6 +69,7 @@ def weekly(
     """One row per (mode, week) overlapping ``[start, end)``, ordered by target, mode, week."""
     check_phase(phase)
     check_range(start, end)
+    no_jit(conn)
     a, b = floor_to(start, WEEK), ceil_to(end, WEEK)
     src = (
         "select s.mode_id, r.bucket as wk, r.n, r.n_ok, "
