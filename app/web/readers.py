@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.engine import Connection
 
+from app.store.recent import activity, minute_points
 from app.store.samples import read_samples
 from app.store.timeseries import Point, timeseries
 from app.web.lookups import ModeInfo, TargetInfo
@@ -33,7 +34,7 @@ def overview_ids(modes: Iterable[ModeInfo]) -> dict[int, int]:
     return {s.id: m.id for m in modes for s in m.series if s.probe == overview_probe(m)}
 
 
-SPARK_POINTS = 60  # one per minute over the last hour
+SPARK_SPAN = timedelta(hours=1)  # the sparkline: one point per minute over the last hour
 
 
 def _by_mode(points: list[Point], owner: dict[int, int]) -> dict[int, list[Point]]:
@@ -65,44 +66,38 @@ def overview_stats(
     Each mode is read from the series of one probe kind (:func:`overview_probe`:
     connping where the mode has one), never a mix.
 
-    - counts and the last sample's time: the store's 10-second buckets of the last 15 minutes;
+    - counts and the newest sample's time: the store's count over the last 15 minutes;
     - current p50/p95: the latest 15-minute bucket (aligned) with successful samples;
-    - sparkline: logon p50 per minute over the last hour (what exists: a mode that started
-      3 minutes ago has 3 points), and its median is the "degraded" baseline;
-    - a mode with several sites shows its worst site.
+    - sparkline: logon p50 per minute over the last hour from the 1-minute rollups (what
+      exists: a mode that started 3 minutes ago has 2-3 points; the current minute
+      appears once rolled up), and its median is the "degraded" baseline;
+    - a mode with several sites: counts add up, latencies are the worst site's.
     """
     owner = overview_ids(m for t in targets for m in t.modes)
     stats: dict[int, ModeStats] = {mid: ModeStats() for mid in set(owner.values())}
     if not owner:
         return stats
     ids = list(owner)
-    recent = timeseries(conn, ids, now - timedelta(minutes=15), now, phase="logon", max_points=90)
-    for mid, pts in _by_mode(recent.points, owner).items():
-        s = stats[mid]
-        s.last_at = max(p.bucket for p in pts) + recent.step
-        s.last_at = min(s.last_at, now)
-        for p in pts:
-            failed = p.n_error + p.n_timeout
-            s.n_15m += p.n
-            s.failed_15m += failed
-            if p.bucket + recent.step > now - timedelta(minutes=5):
-                s.n_5m += p.n
-                s.ok_5m += p.n_ok
+    for sid, a in activity(conn, ids, now).items():
+        s = stats[owner[sid]]
+        s.last_at = a.last_at if s.last_at is None else max(s.last_at, a.last_at)
+        s.n_5m += a.n_5m
+        s.ok_5m += a.ok_5m
+        s.n_15m += a.n_15m
+        s.failed_15m += a.failed_15m
     for phase in ("logon", "ping"):
         cur = timeseries(conn, ids, now - timedelta(minutes=15), now, phase=phase, max_points=1)
         for mid, pts in _by_mode(cur.points, owner).items():
             latest = _latest(pts)
             setattr(stats[mid], f"{phase}_p50", _worst(p.p50_ms for p in latest))
             setattr(stats[mid], f"{phase}_p95", _worst(p.p95_ms for p in latest))
-    hour = timeseries(
-        conn, ids, now - timedelta(hours=1), now, phase="logon", max_points=SPARK_POINTS
-    )
-    start = hour.start
-    nb = int((hour.end - hour.start) / hour.step)
-    for mid, pts in _by_mode(hour.points, owner).items():
+    start = (now - SPARK_SPAN).replace(second=0, microsecond=0)
+    minutes = minute_points(conn, ids, start, now, phase="logon")
+    nb = math.ceil((now - start) / timedelta(minutes=1))
+    for mid, pts in _by_mode(minutes, owner).items():
         per_series: dict[int, list[float | None]] = defaultdict(lambda: [None] * nb)
         for p in pts:
-            i = int((p.bucket - start) / hour.step)
+            i = int((p.bucket - start) / timedelta(minutes=1))
             if 0 <= i < nb:
                 per_series[p.series_id][i] = p.p50_ms
         best = max(per_series.values(), key=lambda v: sum(x is not None for x in v))
