@@ -81,8 +81,11 @@ def rollup_columns(phase: str, prefix: str = "") -> str:
 
 
 def _ints(text_list: str | None) -> npt.NDArray[np.int64]:
+    """Integers from ``1,2,3`` or from concatenated array literals ``{1,2}{3}``."""
     if not text_list:
         return np.zeros(0, dtype=np.int64)
+    if text_list[0] == "{":
+        text_list = text_list[1:-1].replace("}{", ",")
     return np.fromstring(text_list, dtype=np.int64, sep=",")
 
 
@@ -95,9 +98,10 @@ def merged_matrix(
     one row per key, ordered by key, ``(k1..kN, gid, n, n_ok, n_error, n_timeout,
     n_skipped, count, min, max, sum)``, the matching rows of a dense histogram matrix
     and the bucket index of its first column. Counts, min, max and sums are aggregated
-    in SQL; the histograms travel as four comma-separated integer lists (group, length,
-    indexes, counts) parsed by numpy in C and added into the matrix, so a merge costs
-    little per entry on either side.
+    in SQL; the histograms travel as four integer lists (group, length, indexes, counts;
+    the latter two as concatenated array literals, PostgreSQL's cheapest text form)
+    parsed by numpy in C and added into the matrix, so a merge costs little per entry
+    on either side.
     """
     keys = ", ".join(f"k{i}" for i in range(1, nkeys + 1))
     sql = (
@@ -109,8 +113,7 @@ def merged_matrix(
         f"sum(psum)::float8 as psum from src group by {keys}), "
         "flat as (select string_agg(g.gid::text, ',') as gids, "
         "string_agg(cardinality(src.hi)::text, ',') as lens, "
-        "string_agg(array_to_string(src.hi, ','), ',') as his, "
-        "string_agg(array_to_string(src.hc, ','), ',') as hcs "
+        "string_agg(src.hi::text, '') as his, string_agg(src.hc::text, '') as hcs "
         f"from src join g using ({keys}) where src.hi is not null) "
         f"select g.*, case when g.gid = 0 then flat.gids end, "
         "case when g.gid = 0 then flat.lens end, case when g.gid = 0 then flat.his end, "
