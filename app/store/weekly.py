@@ -26,7 +26,7 @@ from app.store.timeseries import NS_PER_MS, ms
 WEEK = timedelta(days=7)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a year of weeks for 100 modes is 5300 rows to build
 class WeekRow:
     target_id: int
     target: str
