@@ -7,6 +7,7 @@ password: the models in :mod:`app.web.schemas` have no field for one.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
@@ -23,10 +24,10 @@ from app.web.lookups import TargetInfo, load_targets
 from app.web.overview import build_rows
 from app.web.palette import mode_style
 from app.web.params import (
+    MeasureDep,
     PathScope,
     Phase,
     Probe,
-    ProbeQ,
     QueryScope,
     TargetName,
     Window,
@@ -74,17 +75,7 @@ def target_out(t: TargetInfo) -> TargetOut:
                 transport=m.transport,
                 enabled=m.enabled,
                 color=mode_style(m.kind)["color"],
-                series=[
-                    SeriesOut(
-                        id=s.id,
-                        probe=s.probe,
-                        site=s.site,
-                        interval_ms=s.interval_ms,
-                        timeout_ms=s.timeout_ms,
-                        enabled=s.enabled,
-                    )
-                    for s in m.series
-                ],
+                series=[SeriesOut.model_validate(s, from_attributes=True) for s in m.series],
             )
             for m in t.modes
         ],
@@ -138,15 +129,14 @@ def api_timeseries(
     conn: ConnDep,
     scope: PathScope,
     window: Window,
-    phase: Phase = "logon",
-    probe: ProbeQ = "connping",
+    what: MeasureDep,
     points: Annotated[
         int | None,
         Query(ge=10, le=5000, description="at most this many buckets (default: by range)"),
     ] = None,
 ) -> TimeseriesOut:
     return target_timeseries(
-        conn, scope.target, scope.modes, window, phase=phase, probe=probe, points=points
+        conn, scope.target, scope.modes, window, phase=what.phase, probe=what.probe, points=points
     )
 
 
@@ -158,23 +148,22 @@ def api_breakdown(
     conn: ConnDep,
     scope: PathScope,
     window: Window,
+    what: MeasureDep,
     by: Literal["instance", "site"] = "instance",
-    phase: Phase = "logon",
-    probe: ProbeQ = "connping",
 ) -> BreakdownOut:
     chosen = [m for m in scope.target.modes if m.name in scope.modes]
-    start = window.start
+    a, b, phase, probe = window.start, window.end, what.phase, what.probe
     if by == "site":
-        rows = breakdown.by_site(conn, chosen, window.start, window.end, phase, probe)
+        rows = breakdown.by_site(conn, chosen, a, b, phase, probe)
     else:
-        rows, start = breakdown.by_instance(conn, chosen, window.start, window.end, phase, probe)
+        rows, a = breakdown.by_instance(conn, chosen, a, b, phase, probe)
     return BreakdownOut(
         target=scope.target.name,
         phase=phase,
         probe=probe,
         by=by,
-        start=start,
-        end=window.end,
+        start=a,
+        end=b,
         modes=rows,
     )
 
@@ -183,27 +172,19 @@ def api_breakdown(
     "/compare",
     summary="Per mode, one probe kind: distribution, percentiles, ratio of medians with its CI",
 )
-def api_compare(
-    conn: ConnDep,
-    scope: QueryScope,
-    window: Window,
-    phase: Phase = "logon",
-    probe: ProbeQ = "connping",
-) -> CompareOut:
-    return compare_view(conn, scope.target, window.start, window.end, phase, scope.modes, probe)
+def api_compare(conn: ConnDep, scope: QueryScope, window: Window, what: MeasureDep) -> CompareOut:
+    t, a, b = scope.target, window.start, window.end
+    return compare_view(conn, t, a, b, what.phase, scope.modes, what.probe)
 
 
 @router.get(
     "/compare/daily", summary="p50 per UTC day and mode, one probe kind (at least the last 7 days)"
 )
 def api_compare_daily(
-    conn: ConnDep,
-    scope: QueryScope,
-    window: Window,
-    phase: Phase = "logon",
-    probe: ProbeQ = "connping",
+    conn: ConnDep, scope: QueryScope, window: Window, what: MeasureDep
 ) -> DailyOut:
-    return daily_view(conn, scope.target, window.start, window.end, phase, scope.modes, probe)
+    t, a, b = scope.target, window.start, window.end
+    return daily_view(conn, t, a, b, what.phase, scope.modes, what.probe)
 
 
 @router.get("/compare/sweep", summary="The latest sweep run per mode: logon p50/p90 per level")
@@ -284,18 +265,7 @@ def api_samples_csv(
 @router.get("/agents", summary="Every agent: heartbeat and self-monitoring counters")
 def api_agents(conn: ConnDep) -> list[AgentOut]:
     return [
-        AgentOut(
-            name=a.name,
-            site=a.site,
-            version=a.version,
-            hostname=a.hostname,
-            pid=a.pid,
-            started_at=a.started_at,
-            heartbeat_at=a.heartbeat_at,
-            heartbeat_age_s=a.age_s,
-            alive=a.alive,
-            stats=a.stats,
-        )
+        AgentOut.model_validate({**asdict(a), "heartbeat_age_s": a.age_s})
         for a in agent_status(conn)
     ]
 
@@ -307,13 +277,4 @@ def api_probe_request(
     r = probe_requests.get(conn, request_id)
     if r is None:
         raise HTTPException(404, f"no probe request {request_id}")
-    return ProbeRequestOut(
-        id=r.id,
-        status=r.status,
-        probe=r.probe,
-        requested_at=r.requested_at,
-        finished_at=r.finished_at,
-        agent=r.claimed_by,
-        result=r.result,
-        error=r.error,
-    )
+    return ProbeRequestOut.model_validate({**asdict(r), "agent": r.claimed_by, "error": r.error})

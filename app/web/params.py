@@ -94,3 +94,18 @@ def scope_by_query(conn: ConnDep, target: TargetQ, modes: ModesQ = None) -> Scop
 
 PathScope = Annotated[Scope, Depends(scope_by_path)]
 QueryScope = Annotated[Scope, Depends(scope_by_query)]
+
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    """Which timing, read from which probe kind's series."""
+
+    phase: str
+    probe: str
+
+
+def measure(phase: Phase = "logon", probe: ProbeQ = "connping") -> Measure:
+    return Measure(phase, probe)
+
+
+MeasureDep = Annotated[Measure, Depends(measure)]

@@ -111,10 +111,10 @@ def test_compare_page_has_a_probe_selector(client: TestClient, seeded: Seeded) -
         '<select name="probe"><option selected>connping</option><option>sessionping</option>'
         in body
     )
-    assert "connping samples only" in body
+    assert "Samples of the connping probe only" in body
     assert "/api/v1/compare?target=sales&amp;phase=logon&amp;probe=connping" in body
     other = client.get("/compare?target=sales&range=1h&probe=sessionping").text
-    assert "sessionping samples only" in other
+    assert "Samples of the sessionping probe only" in other
     assert client.get("/compare?target=sales&probe=nope").status_code == 422
 
 
