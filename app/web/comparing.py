@@ -1,10 +1,10 @@
 """The Compare page's data: the store's per-mode comparison, shaped for charts and words.
 
-From :func:`app.store.probecompare.compare_probe` (one probe kind's series per mode,
-merged log-bucket histograms, percentiles
-within 1.96 %, ratio of medians against dedicated with a block-bootstrap CI) this
-module derives the ECDF and box statistics of each histogram and the plain
-sentence. Daily p50s come from the store's series query with one-day buckets.
+From :func:`app.store.compare.compare` restricted to one probe kind's series per mode
+(merged log-bucket histograms, percentiles within 1.96 %, ratio of medians against
+dedicated with a block-bootstrap CI) this module derives the ECDF and box statistics
+of each histogram and the plain sentence. Daily p50s come from the store's series
+query with one-day buckets.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 from sqlalchemy.engine import Connection
 
-from app.store.compare import ModeStats
-from app.store.probecompare import compare_probe
+from app.store.compare import ModeStats, compare
 from app.store.timeseries import timeseries
 from app.web.lookups import TargetInfo
 from app.web.palette import mode_style
@@ -156,7 +155,7 @@ def compare_view(
 ) -> CompareOut:
     """The modes of ``target`` compared on ``probe``'s samples only (one kind, never mixed)."""
     baseline = BASELINE.get(target.kind, "dedicated")
-    res = compare_probe(
+    res = compare(
         conn, target.id, start, end, probe=probe, phase=phase, baseline=baseline, n_boot=N_BOOT
     )
     out: list[CompareMode] = []

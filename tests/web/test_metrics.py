@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 
-from app.store.probecompare import compare_probe
+from app.store.compare import compare
 from app.web.lookups import load_target
 from app.web.metrics import labels
 from tests.web.data import Seeded
@@ -78,7 +78,9 @@ def test_histograms_match_the_stores_comparison_and_keep_probes_apart(
             sales = load_target(conn, "sales")
             assert sales is not None
             end = datetime.now(UTC)
-            ref = compare_probe(conn, sales.id, end - timedelta(hours=1), end, phase="logon")
+            ref = compare(
+                conn, sales.id, end - timedelta(hours=1), end, phase="logon", probe="connping"
+            )
         if end.replace(second=0, microsecond=0) == minute:
             break
     for m in ref.modes:
