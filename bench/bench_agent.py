@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import shutil
 import statistics
 import sys
@@ -109,6 +110,12 @@ def due(ids: list[int], interval_ms: int, t0: datetime, t1: datetime) -> int:
     return total
 
 
+def proc_cpu_s(pid: int) -> float:
+    """User+system CPU seconds of process ``pid`` (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def cadence(
     cluster: PgCluster,
     sim: SimulatorProcess,
@@ -134,6 +141,8 @@ def cadence(
     vault = Vault.from_settings(settings)
     ids = setup_series(engine, vault, sim.port, n, probe, interval_ms, timeout_ms)
     marks: dict[str, Any] = {}
+    assert sim.proc is not None
+    sim_pid = sim.proc.pid
 
     async def go() -> Agent:
         agent = Agent(engine, settings, AgentOptions())
@@ -141,9 +150,11 @@ def cadence(
         await asyncio.sleep(warm_s)
         marks["t0"] = datetime.now(UTC)
         marks["cpu0"], marks["runs0"] = time.process_time(), agent.stats.runs
+        marks["sim0"], marks["load0"] = proc_cpu_s(sim_pid), os.getloadavg()[0]
         await asyncio.sleep(measure_s)
         marks["t1"] = datetime.now(UTC)
         marks["cpu1"], marks["runs1"] = time.process_time(), agent.stats.runs
+        marks["sim1"], marks["load1"] = proc_cpu_s(sim_pid), os.getloadavg()[0]
         await agent.stop()
         return agent
 
@@ -180,6 +191,11 @@ def cadence(
         "lag_max_ms": round(lags[-1], 2) if lags else 0.0,
         "cpu_ms_per_run": round(1000 * (marks["cpu1"] - marks["cpu0"]) / runs, 3) if runs else None,
         "cpu_pct": round(100 * (marks["cpu1"] - marks["cpu0"]) / measure_s, 1),
+        "sim_cpu_pct": round(100 * (marks["sim1"] - marks["sim0"]) / measure_s, 1),
+        "sim_cpu_ms_per_run": (
+            round(1000 * (marks["sim1"] - marks["sim0"]) / runs, 3) if runs else None
+        ),
+        "load1": [round(marks["load0"], 2), round(marks["load1"], 2)],
         "by_status": by_status,
     }
 
