@@ -112,6 +112,7 @@ class SeriesScheduler:
         self.site = site
         self.max_grace_s = max_grace_s
         self.jobs: dict[int, SeriesJob] = {}
+        self.kept_logons = 0  # logons of sessions kept across runs (see app.agent.heap)
         self._closing: set[asyncio.Task[Any]] = set()
         self.aps = AsyncIOScheduler(timezone=UTC, executors={"default": RunTimeExecutor()})
         self.aps.add_listener(self._on_event, EVENT_JOB_MAX_INSTANCES)
@@ -301,7 +302,10 @@ class SeriesScheduler:
                 job.config_error = msg
             self.submit(self._config_sample(row, scheduled, msg))
             return
-        logons = 1 if (row.probe in LOGON_EVERY_RUN or job.needs_logon) else 0
+        every_run = row.probe in LOGON_EVERY_RUN
+        logons = 1 if (every_run or job.needs_logon) else 0
+        if logons and not every_run:
+            self.kept_logons += 1
         if not await self.limiter.logons(row.target_id, logons, latest):
             self._skip(row, scheduled, "RATE_LIMIT", "logons per second cap reached")
             return

@@ -33,6 +33,7 @@ from sqlalchemy.engine import Engine
 
 from app.agent import requests
 from app.agent.coord import Coordinator, default_agent_name
+from app.agent.heap import HeapSettler
 from app.agent.limits import Limiter
 from app.agent.options import AgentOptions
 from app.agent.scheduler import SeriesScheduler
@@ -84,6 +85,7 @@ class Agent:
             max_grace_s=self.opt.max_grace_s,
         )
         self.coord = Coordinator(engine, self.name, self.site)
+        self.heap = HeapSettler()
         self._coord_pool = ThreadPoolExecutor(1, thread_name_prefix="connwatch-coord")
         self._db_pool = ThreadPoolExecutor(2, thread_name_prefix="connwatch-db")
         self._tasks: list[asyncio.Task[None]] = []
@@ -108,6 +110,7 @@ class Agent:
             ThreadPoolExecutor(self.opt.thick_threads, thread_name_prefix="connwatch-driver")
         )
         self._quiet_cancelled_reads(loop)
+        self.heap.start()
         self.writer.start()
         self.scheduler.start()
         self._tasks = [
@@ -167,6 +170,7 @@ class Agent:
                 await asyncio.wrap_future(self._maint)
         self._coord_pool.shutdown(wait=False)
         self._db_pool.shutdown(wait=False)
+        self.heap.release()
         log.info(
             "agent %s stopped: %d samples written, %d spooled for later",
             self.name,
@@ -224,6 +228,7 @@ class Agent:
                     self.scheduler.sync(res.rows)
                 except Exception:
                     log.exception("could not apply the new schedule")
+            self.heap.observe(self.scheduler.kept_logons)
             await asyncio.sleep(max(0.05, self.opt.poll_s - (time.monotonic() - t0)))
 
     def _maybe_maintain(self) -> None:
