@@ -387,9 +387,12 @@ def generate(
             )
         while True:
             rep = roll_up_pending(engine, batch=20000, budget_s=60.0)
-            say(f"rolled up {rep.minutes} minutes in {rep.seconds:.1f}s")
             if not rep.more_pending:
                 break
+            if rep.batches:
+                say(f"rolled up {rep.minutes} minutes in {rep.seconds:.1f}s")
+            else:
+                time.sleep(0.5)  # another process (an agent's maintenance) holds the rollup lock
     report.seconds["rollup_raw"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     older = max(rollup_days, days) - max(days, 0)
