@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 from sqlalchemy import text
@@ -81,27 +82,29 @@ def spikes(
     a, b = floor_to(start, grain.width), ceil_to(end, grain.width)
     ids = list(series_ids)
     # hour numbers since the epoch make "the same hour w weeks ago" plain arithmetic
+    rows_sql = (
+        "select series_id, extract(epoch from bucket)::bigint, "
+        "(extract(epoch from bucket)::bigint / 3600)::bigint, "
+        f"{phase}_p95, {phase}_n from {{table}} where series_id = any(:ids) "
+        f"and bucket >= :a and bucket < :b and {phase}_n >= :mc"
+    )
+    base_from = floor_to(a, HOUR.width) - weeks * WEEK
     base_rows = conn.execute(
-        text(
-            "select series_id, (extract(epoch from bucket)::bigint / 3600)::bigint, "
-            f"{phase}_p95 from rollup_1h where series_id = any(:ids) "
-            f"and bucket >= :a and bucket < :b and {phase}_n >= :mc"
-        ),
-        {"ids": ids, "a": floor_to(a, HOUR.width) - weeks * WEEK, "b": b, "mc": min_count},
+        text(rows_sql.format(table="rollup_1h")),
+        {"ids": ids, "a": base_from, "b": b, "mc": min_count},
     ).all()
-    cand = conn.execute(
-        text(
-            "select series_id, extract(epoch from bucket)::bigint, "
-            "(extract(epoch from bucket)::bigint / 3600)::bigint, "
-            f"{phase}_p95, {phase}_n from {grain.table} where series_id = any(:ids) "
-            f"and bucket >= :a and bucket < :b and {phase}_n >= :mc"
-        ),
-        {"ids": ids, "a": a, "b": b, "mc": min_count},
-    ).all()
+    if grain is HOUR:  # the candidates are the newest of the rows just read
+        a_epoch = a.timestamp()
+        cand: Sequence[Any] = [r for r in base_rows if r[1] >= a_epoch]
+    else:
+        cand = conn.execute(
+            text(rows_sql.format(table=grain.table)),
+            {"ids": ids, "a": a, "b": b, "mc": min_count},
+        ).all()
     found: list[tuple[float, int, datetime, float, float, int]] = []
     lags = 168 * np.arange(1, weeks + 1)
     for sid in ids:
-        hb = np.array([(r[1], r[2]) for r in base_rows if r[0] == sid], dtype=np.float64)
+        hb = np.array([(r[2], r[3]) for r in base_rows if r[0] == sid], dtype=np.float64)
         mine = [r for r in cand if r[0] == sid]
         if hb.size == 0 or not mine:
             continue
