@@ -150,3 +150,31 @@ def test_a_rollup_pass_never_loses_samples_still_being_written(engine: Engine) -
     assert roll_up_pending(engine).minutes == 1
     with engine.connect() as conn:
         assert conn.execute(text("select n from rollup_1m")).scalar_one() == 2
+
+
+def test_catch_up_after_an_outage_works_through_days_in_batches(engine: Engine) -> None:
+    sid = make_series(engine, "t1")["dedicated"]
+    other = make_series(engine, "t2")["dedicated"]
+    # three days written while no maintenance ran: one sample every 5 minutes each
+    samples = [
+        ok(s, T0 + timedelta(minutes=5 * i), 40 + i % 7)
+        for s in (sid, other)
+        for i in range(3 * 288)
+    ]
+    with engine.begin() as conn:
+        write_samples(conn, samples)
+    reports = []
+    while True:  # what successive maintain() calls do with a small budget
+        rep = roll_up_pending(engine, batch=200, budget_s=0.0)
+        reports.append(rep)
+        if not rep.more_pending:
+            break
+    assert sum(r.minutes for r in reports) == len(samples)
+    assert len(reports) > 3 and all(r.batches <= 1 for r in reports)
+    with engine.connect() as conn:
+        per_day = conn.execute(
+            text("select series_id, count(*), sum(n) from rollup_1d group by 1 order by 1")
+        ).all()
+        weeks = conn.execute(text("select sum(n) from rollup_1w")).scalar_one()
+    assert [tuple(r) for r in per_day] == [(sid, 3, 864), (other, 3, 864)]
+    assert weeks == len(samples)
