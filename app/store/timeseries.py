@@ -16,9 +16,19 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from app.store.layout import ORIGIN_SQL, RAW, check_phase, no_jit
+from app.store.layout import DAY, HOUR, MINUTE, ORIGIN_SQL, RAW, check_phase, no_jit
 from app.store.npmerge import merge, rollup_columns
-from app.store.resolution import DEFAULT_POINTS, Plan, plan
+from app.store.resolution import (
+    DEFAULT_POINTS,
+    RAW_MAX_SPAN,
+    ROW_BUDGET,
+    Plan,
+    ceil_to,
+    check_range,
+    floor_to,
+    oldest,
+    plan,
+)
 
 NS_PER_MS = 1_000_000.0
 
@@ -55,10 +65,13 @@ def ms(v: Any) -> float | None:
     return None if v is None else float(v) / NS_PER_MS
 
 
-def _raw_sql(phase: str) -> str:
+def _raw_sql(phase: str, *, whole: bool = False) -> str:
+    """Per (series, bucket of :step), or per series over the whole range (``whole``)."""
     ok = "filter (where status = 'ok')"
+    bucket = ":a" if whole else f"date_bin(:step, scheduled_at, {ORIGIN_SQL})"
+    keys = "1" if whole else "1, 2"
     return (
-        f"select series_id, date_bin(:step, scheduled_at, {ORIGIN_SQL}) as b, count(*)::int, "
+        f"select series_id, {bucket} as b, count(*)::int, "
         "(count(*) filter (where status = 'ok'))::int, "
         "(count(*) filter (where status = 'error'))::int, "
         "(count(*) filter (where status = 'timeout'))::int, "
@@ -67,7 +80,7 @@ def _raw_sql(phase: str) -> str:
         f"percentile_disc(array[0.5, 0.95, 0.99]) within group (order by {phase}_ns) {ok}, "
         f"max({phase}_ns) {ok}, avg({phase}_ns) {ok} "
         "from samples where series_id = any(:ids) and scheduled_at >= :a and scheduled_at < :b "
-        "group by 1, 2 order by 1, 2"
+        f"group by {keys} order by {keys}"
     )
 
 
@@ -135,3 +148,63 @@ def timeseries(
                 )
             )  # fmt: skip
     return SeriesResult(phase, p.grain.name, p.step, p.start, p.end, points)
+
+
+def summary(
+    conn: Connection,
+    series_ids: Sequence[int],
+    start: datetime,
+    end: datetime,
+    *,
+    phase: str = "total",
+) -> SeriesResult:
+    """One point per series over the whole range (for "current value" tiles and breakdowns).
+
+    Exact from raw samples when the range is at most 2 days and raw data still exists;
+    otherwise merged from 1-minute rollups (up to 2 days), 1-hour rollups (while the
+    rows stay within the row budget) or 1-day rollups, the range widened to whole rows
+    (the result's ``start``/``end`` say exactly what was read). ``bucket`` of each point
+    is ``start``.
+    """
+    check_phase(phase)
+    check_range(start, end)
+    no_jit(conn)
+    ids = list(series_ids)
+    span = end - start
+    raw_from = oldest(conn, "samples")
+    if span <= RAW_MAX_SPAN and (raw_from is None or start >= raw_from):
+        rows = conn.execute(
+            text(_raw_sql(phase, whole=True)),
+            {"ids": ids, "a": start, "b": end},
+        )
+        points = [
+            Point(
+                r[0], start, r[2], r[3], r[4], r[5], r[6], r[7], ms(r[8]),
+                ms((r[9] or [None] * 3)[0]), ms((r[9] or [None] * 3)[1]),
+                ms((r[9] or [None] * 3)[2]), ms(r[10]), ms(r[11]),
+            )
+            for r in rows
+        ]  # fmt: skip
+        return SeriesResult(phase, RAW.name, span, start, end, points)
+    if span <= RAW_MAX_SPAN:
+        grain = MINUTE
+    elif max(1, len(ids)) * (span / HOUR.width) <= ROW_BUDGET:
+        grain = HOUR
+    else:
+        grain = DAY
+    a, b = floor_to(start, grain.width), ceil_to(end, grain.width)
+    merged = merge(
+        conn,
+        f"select series_id as k1, {rollup_columns(phase)} from {grain.table} "
+        "where series_id = any(:ids) and bucket >= :a and bucket < :b",
+        {"ids": ids, "a": a, "b": b},
+    )
+    points = [
+        Point(
+            sid, a, m.n, m.n_ok, m.n_error, m.n_timeout, m.n_skipped, m.count,
+            ms(m.min), ms(m.p50), ms(m.p95), ms(m.p99), ms(m.max),
+            ms(m.sum / m.count) if m.count and m.sum is not None else None,
+        )
+        for sid, m in sorted(merged.items())
+    ]  # fmt: skip
+    return SeriesResult(phase, grain.name, b - a, a, b, points)

@@ -8,7 +8,7 @@ import numpy as np
 from sqlalchemy.engine import Engine
 
 from app.store.hist import exact_quantiles
-from app.store.timeseries import timeseries
+from app.store.timeseries import summary, timeseries
 from tests.store.conftest import T0, close, failed, make_series, ok, store
 
 
@@ -70,3 +70,23 @@ def test_series_are_kept_apart_and_empty_buckets_are_absent(engine: Engine) -> N
         (ids["dedicated"], T0, 60.0),
         (ids["shared"], T0 + timedelta(hours=1), 40.0),
     ]
+
+
+def test_summary_is_one_point_per_series_over_the_whole_range(engine: Engine) -> None:
+    ids = make_series(engine, "t1", {"dedicated": 10000, "shared": 10000})
+    d, s = ids["dedicated"], ids["shared"]
+    start = T0 - timedelta(days=5)
+    samples = [ok(d, start + timedelta(minutes=10 * i), 10 + i % 50) for i in range(5 * 144)]
+    samples += [ok(s, T0 - timedelta(hours=1) + timedelta(minutes=i), 40) for i in range(30)]
+    store(engine, samples)
+    with engine.connect() as conn:
+        recent = summary(conn, [d, s], T0 - timedelta(hours=1), T0)
+        long = summary(conn, [d, s], start, T0)
+    assert recent.source == "raw" and recent.start == T0 - timedelta(hours=1)
+    by = {p.series_id: p for p in recent.points}
+    assert by[s].n == 30 and by[s].p50_ms == 40.0 and by[d].n == 6
+    assert long.source == "1h" and [p.series_id for p in long.points] == [d, s]
+    dp = long.points[0]
+    vals = [x.total_ns for x in samples[: 5 * 144] if x.total_ns is not None]
+    want = exact_quantiles(vals)
+    assert dp.n == 720 and close(dp.p50_ms, want[0] / 1e6) and close(dp.p99_ms, want[2] / 1e6)
