@@ -108,7 +108,7 @@ def roll_up_batch(conn: Connection, limit: int = 20000) -> tuple[int, int, int]:
     Returns (minutes, hours, days) recomputed; (0, 0, 0) when nothing was pending.
     """
     first = conn.execute(
-        text("select bucket from rollup_dirty order by bucket limit 1")
+        text("select bucket from rollup_dirty order by bucket limit 1 for update skip locked")
     ).scalar_one_or_none()
     if first is None:
         return (0, 0, 0)
