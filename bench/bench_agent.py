@@ -254,8 +254,9 @@ def raw_copy(dsn: str, samples: list[Sample], batch: int) -> float:
         return time.perf_counter() - t0
 
 
-def through_writer(engine: Engine, samples: list[Sample], tmp: Path) -> float:
-    w = Writer(engine, Spool(tmp, 1 << 30), AgentOptions(batch_max=1000, flush_s=1.0))
+def through_writer(engine: Engine, samples: list[Sample], tmp: Path, threads: int) -> float:
+    opt = AgentOptions(batch_max=1000, flush_s=1.0, write_threads=threads)
+    w = Writer(engine, Spool(tmp, 1 << 30), opt)
     w.start()
     t0 = time.perf_counter()
     for s in samples:
@@ -267,7 +268,7 @@ def through_writer(engine: Engine, samples: list[Sample], tmp: Path) -> float:
     return elapsed
 
 
-def writer_part(cluster: PgCluster, n: int, tmp: Path) -> dict[str, Any]:
+def writer_part(cluster: PgCluster, n: int, tmp: Path, threads: int) -> dict[str, Any]:
     cluster.create_database("bench_writer")
     engine = create_engine(cluster.url("bench_writer"))
     migrate.upgrade(engine)
@@ -275,7 +276,7 @@ def writer_part(cluster: PgCluster, n: int, tmp: Path) -> dict[str, Any]:
     rounds = []
     for k in range(2):
         raw_s = raw_copy(dsn, make_samples(n, 10_000 * (2 * k + 1)), 1000)
-        w_s = through_writer(engine, make_samples(n, 10_000 * (2 * k + 2)), tmp / f"w{k}")
+        w_s = through_writer(engine, make_samples(n, 10_000 * (2 * k + 2)), tmp / f"w{k}", threads)
         rounds.append((n / raw_s, n / w_s))
     with engine.connect() as conn:
         stored = conn.execute(text("select count(*) from samples")).scalar_one()
@@ -283,6 +284,7 @@ def writer_part(cluster: PgCluster, n: int, tmp: Path) -> dict[str, Any]:
     return {
         "part": "writer",
         "samples_per_round": n,
+        "write_threads": threads,
         "raw_copy_per_s": [round(r) for r, _ in rounds],
         "writer_per_s": [round(w) for _, w in rounds],
         "ratio": [round(w / r, 3) for r, w in rounds],
@@ -301,6 +303,7 @@ def main() -> None:
     ap.add_argument("--measure", type=float, default=30.0)
     ap.add_argument("--connping-measure", type=float, default=40.0)
     ap.add_argument("--writer-samples", type=int, default=100_000)
+    ap.add_argument("--write-threads", type=int, default=AgentOptions().write_threads)
     args = ap.parse_args()
     parts = args.only or ["sessionping", "connping", "writer"]
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -346,7 +349,7 @@ def main() -> None:
                     )
                     print(results[-1], flush=True)
         if "writer" in parts:
-            results.append(writer_part(cluster, args.writer_samples, tmp))
+            results.append(writer_part(cluster, args.writer_samples, tmp, args.write_threads))
             print(results[-1], flush=True)
     finally:
         cluster.stop(mode="immediate")
