@@ -1,6 +1,7 @@
 """The sample writer: batches to the store with COPY, or to the spool while it is away.
 
-One thread. Samples arrive through :meth:`Writer.submit` (any thread, never blocks).
+One thread. Samples arrive through :meth:`Writer.submit` (any thread, never blocks,
+wakes the writer thread only when a batch opens or fills).
 A batch is written when it holds ``batch_max`` samples or its first sample has
 waited ``flush_s``; :func:`app.store.samples.write_samples` stores it (COPY, then
 ``ON CONFLICT DO NOTHING``: idempotent) in one transaction.
@@ -23,7 +24,6 @@ replayed when the next writer starts.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections import deque
@@ -39,8 +39,6 @@ from app.samples import Sample
 from app.store.samples import write_samples
 
 log = logging.getLogger(__name__)
-
-_STOP = object()
 
 
 def store_unreachable(exc: BaseException) -> bool:
@@ -68,7 +66,11 @@ class Writer:
         self.engine = engine
         self.spool = spool
         self.opt = options or AgentOptions()
-        self._q: queue.SimpleQueue[object] = queue.SimpleQueue()
+        # Intake: deque append/popleft are atomic, so submit() takes no lock.
+        self._in: deque[Sample] = deque()
+        self._wake = threading.Event()
+        self._stopping = False
+        self._batch_max = max(1, self.opt.batch_max)
         self._thread: threading.Thread | None = None
         self._memory: deque[list[Sample]] = deque()
         self._memory_count = 0
@@ -92,7 +94,13 @@ class Writer:
     # -- public ---------------------------------------------------------------
     def submit(self, sample: Sample) -> None:
         self.submitted += 1
-        self._q.put(sample)
+        q = self._in
+        q.append(sample)
+        n = len(q)
+        # Wake the writer thread only when a batch opens or fills: a thread wake-up per
+        # sample cost the event loop a GIL hand-over per probe run.
+        if n == 1 or n == self._batch_max:
+            self._wake.set()
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="connwatch-writer", daemon=True)
@@ -102,13 +110,14 @@ class Writer:
         """Flush everything queued, then return (waits at most ``timeout`` seconds)."""
         if self._thread is None:
             return
-        self._q.put(_STOP)
+        self._stopping = True
+        self._wake.set()
         self._thread.join(timeout)
         self._thread = None
 
     @property
     def queued(self) -> int:
-        return self._q.qsize()
+        return len(self._in)
 
     @property
     def backlog(self) -> int:
@@ -126,6 +135,9 @@ class Writer:
                 self._replay(force=False)
                 if stopping:
                     break
+            late = self._drain()  # submitted while the last batch was taken
+            if late:
+                self._deliver(late)
             self._reap(keep=0)
             self._replay(force=True, until=time.monotonic() + self.opt.stop_grace_s)
         except Exception:  # pragma: no cover - a bug; keep whatever we hold on disk
@@ -136,36 +148,30 @@ class Writer:
             self.spool.close()
 
     def _collect(self) -> tuple[list[Sample], bool]:
-        batch: list[Sample] = []
-        try:
-            first = self._q.get(timeout=self.opt.retry_s)
-        except queue.Empty:
-            return batch, False
-        if first is _STOP:
-            return self._drain(batch), True
-        assert isinstance(first, Sample)
-        batch.append(first)
+        """The next batch: ``batch_max`` samples, or what came within ``flush_s`` of the
+        first (everything once stopping); True if the writer is stopping."""
+        q = self._in
+        self._wake.clear()
+        if not q and not self._stopping:
+            self._wake.wait(self.opt.retry_s)
+        if not q:
+            return [], self._stopping
         end = time.monotonic() + self.opt.flush_s
-        while len(batch) < self.opt.batch_max:
-            left = end - time.monotonic()
-            try:
-                item = self._q.get(timeout=left) if left > 0 else self._q.get_nowait()
-            except queue.Empty:
+        while len(q) < self._batch_max and not self._stopping:
+            self._wake.clear()  # before the checks: a set() after them wakes the wait
+            if len(q) >= self._batch_max or self._stopping:
                 break
-            if item is _STOP:
-                return self._drain(batch), True
-            assert isinstance(item, Sample)
-            batch.append(item)
-        return batch, False
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            self._wake.wait(left)
+        if self._stopping:
+            return self._drain(), True
+        return [q.popleft() for _ in range(min(len(q), self._batch_max))], False
 
-    def _drain(self, batch: list[Sample]) -> list[Sample]:
-        while True:
-            try:
-                item = self._q.get_nowait()
-            except queue.Empty:
-                return batch
-            if isinstance(item, Sample):
-                batch.append(item)
+    def _drain(self) -> list[Sample]:
+        q = self._in
+        return [q.popleft() for _ in range(len(q))]
 
     def _store(self, batch: list[Sample]) -> int:
         """One batch, one transaction; returns the new rows (runs in a write thread)."""
@@ -299,7 +305,7 @@ class Writer:
             self._reject(batch, str(getattr(exc, "orig", None) or exc).strip()[:200])
 
     def _spool_rest(self) -> None:  # pragma: no cover - after a bug only
-        batch = self._drain([])
+        batch = self._drain()
         try:
             if batch:
                 self._to_spool(batch)
