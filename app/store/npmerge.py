@@ -98,26 +98,21 @@ def merged_matrix(
     one row per key, ordered by key, ``(k1..kN, gid, n, n_ok, n_error, n_timeout,
     n_skipped, count, min, max, sum)``, the matching rows of a dense histogram matrix
     and the bucket index of its first column. Counts, min, max and sums are aggregated
-    in SQL; the histograms travel as four integer lists (group, length, indexes, counts;
-    the latter two as concatenated array literals, PostgreSQL's cheapest text form)
-    parsed by numpy in C and added into the matrix, so a merge costs little per entry
-    on either side.
+    in SQL in one grouped pass; each group's histograms travel as three integer lists
+    (lengths, indexes, counts; the latter two as concatenated array literals,
+    PostgreSQL's cheapest text form) parsed by numpy in C and added into the matrix,
+    so a merge costs little per entry on either side.
     """
     keys = ", ".join(f"k{i}" for i in range(1, nkeys + 1))
     sql = (
-        f"with src as materialized ({src}), "
-        f"g as (select {keys}, (row_number() over (order by {keys}) - 1)::int as gid, "
+        f"select {keys}, (row_number() over (order by {keys}) - 1)::int as gid, "
         "sum(n)::bigint as n, sum(n_ok)::bigint as n_ok, sum(n_error)::bigint as n_error, "
         "sum(n_timeout)::bigint as n_timeout, sum(n_skipped)::bigint as n_skipped, "
         "coalesce(sum(pn), 0)::bigint as pn, min(pmin) as pmin, max(pmax) as pmax, "
-        f"sum(psum)::float8 as psum from src group by {keys}), "
-        "flat as (select string_agg(g.gid::text, ',') as gids, "
-        "string_agg(cardinality(src.hi)::text, ',') as lens, "
-        "string_agg(src.hi::text, '') as his, string_agg(src.hc::text, '') as hcs "
-        f"from src join g using ({keys}) where src.hi is not null) "
-        f"select g.*, case when g.gid = 0 then flat.gids end, "
-        "case when g.gid = 0 then flat.lens end, case when g.gid = 0 then flat.his end, "
-        "case when g.gid = 0 then flat.hcs end from g cross join flat order by g.gid"
+        "sum(psum)::float8 as psum, "
+        "string_agg(cardinality(hi)::text, ',') as lens, "
+        "string_agg(hi::text, '') as his, string_agg(hc::text, '') as hcs "
+        f"from ({src}) src group by {keys} order by {keys}"
     )
     raw = driver_connection(conn)
     with raw.cursor() as cur:
@@ -126,13 +121,17 @@ def merged_matrix(
     if not rows:
         return [], np.zeros((0, 1)), 0
     k = nkeys
-    gids, lens, idx, cnt = (_ints(rows[0][k + 10 + j]) for j in range(4))
     groups = [r[: k + 10] for r in rows]
-    if not idx.size:
+    per_group = [_ints(r[k + 10]) for r in rows]  # histogram lengths of each group's rows
+    lens = np.concatenate(per_group) if per_group else np.zeros(0, dtype=np.int64)
+    if not lens.size:
         return groups, np.zeros((len(rows), 1)), 0
+    owner = np.repeat(np.arange(len(rows)), [p.size for p in per_group])
+    idx = _ints("".join(r[k + 11] or "" for r in rows))
+    cnt = _ints("".join(r[k + 12] or "" for r in rows))
     lo = int(idx.min())
     m = np.zeros((len(rows), int(idx.max()) - lo + 1))
-    np.add.at(m, (np.repeat(gids, lens), idx - lo), cnt.astype(np.float64))
+    np.add.at(m, (np.repeat(owner, lens), idx - lo), cnt.astype(np.float64))
     return groups, m, lo
 
 
