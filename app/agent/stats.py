@@ -36,20 +36,28 @@ Keys of ``agents.stats`` (every heartbeat, about once a second):
 from __future__ import annotations
 
 import time
-from collections import Counter, deque
+from array import array
+from bisect import bisect_left
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 LAG_WINDOW_S = 60.0
 _LAG_MAX_POINTS = 200_000
+
+
+def _rank(n: int, q: float) -> int:
+    """Index of the nearest-rank ``q`` percentile (q in 0..100) among ``n`` sorted values."""
+    return max(0, min(n - 1, round(q / 100 * n + 0.5) - 1))
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
     """Nearest-rank percentile of an ascending list (q in 0..100)."""
     if not sorted_values:
         return 0.0
-    k = max(0, min(len(sorted_values) - 1, round(q / 100 * len(sorted_values) + 0.5) - 1))
-    return sorted_values[k]
+    return sorted_values[_rank(len(sorted_values), q)]
 
 
 @dataclass
@@ -59,7 +67,10 @@ class AgentStats:
     skipped: int = 0
     skipped_by: Counter[str] = field(default_factory=Counter)
     config_errors: int = 0
-    lags: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=_LAG_MAX_POINTS))
+    # the lags of the window: when (monotonic s) and how much (ms), in two flat arrays
+    # (one append each per run; no tuple per run for the GC to track)
+    lag_at: array[float] = field(default_factory=lambda: array("d"))
+    lag_ms: array[float] = field(default_factory=lambda: array("d"))
     all_lags_ms: list[float] | None = None  # benchmarks: keep every lag
     _cpu_mark: tuple[float, float, int] = field(
         default_factory=lambda: (time.monotonic(), time.process_time(), 0)
@@ -68,7 +79,8 @@ class AgentStats:
     cpu_ms_per_run: float | None = None
 
     def record_lag(self, lag_ms: float) -> None:
-        self.lags.append((time.monotonic(), lag_ms))
+        self.lag_at.append(time.monotonic())
+        self.lag_ms.append(lag_ms)
         if self.all_lags_ms is not None:
             self.all_lags_ms.append(lag_ms)
 
@@ -77,16 +89,29 @@ class AgentStats:
         self.skipped_by[reason] += 1
 
     def lag_summary(self) -> dict[str, float]:
-        horizon = time.monotonic() - LAG_WINDOW_S
-        while self.lags and self.lags[0][0] < horizon:
-            self.lags.popleft()
-        values = sorted(v for _, v in self.lags)
+        """Nearest-rank percentiles of the window's lags (numpy partition: about a
+        millisecond for 60,000 runs, where sorting them in Python held the event loop
+        for 10-20 ms every heartbeat)."""
+        cut = max(
+            bisect_left(self.lag_at, time.monotonic() - LAG_WINDOW_S),
+            len(self.lag_at) - _LAG_MAX_POINTS,
+        )
+        if cut > 0:
+            del self.lag_at[:cut]
+            del self.lag_ms[:cut]
+        n = len(self.lag_ms)
+        if n == 0:
+            return {"p50": 0.0, "p95": 0.0, "p99": 0.0, "max": 0.0, "n": 0}
+        values = np.array(self.lag_ms, dtype=np.float64)
+        ranks = [_rank(n, q) for q in (50, 95, 99)] + [n - 1]
+        values.partition(ranks)
+        p50, p95, p99, top = (float(values[k]) for k in ranks)
         return {
-            "p50": round(percentile(values, 50), 3),
-            "p95": round(percentile(values, 95), 3),
-            "p99": round(percentile(values, 99), 3),
-            "max": round(values[-1], 3) if values else 0.0,
-            "n": len(values),
+            "p50": round(p50, 3),
+            "p95": round(p95, 3),
+            "p99": round(p99, 3),
+            "max": round(top, 3),
+            "n": n,
         }
 
     def sample_cpu(self) -> None:
