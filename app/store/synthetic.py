@@ -346,8 +346,10 @@ def generate(
     ``max(rollup_days, days)`` days; 1-minute rollups the raw days plus ``minute_days``
     days before them.
     """
-    if 86400 % interval_s or 3600 % interval_s:
-        raise ValueError("interval_s must divide an hour")
+    if interval_s < 1 or 3600 % interval_s:
+        raise ValueError("interval_s must be a whole number of seconds dividing an hour")
+    if days < 1 or series < 1:
+        raise ValueError("series and days must be at least 1")
     say = progress or (lambda _msg: None)
     until = (end or datetime.now(UTC)).astimezone(UTC)
     until = until - timedelta(seconds=until.timestamp() % interval_s)
