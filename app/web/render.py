@@ -17,6 +17,7 @@ NAV: tuple[tuple[str, str], ...] = (
     ("/", "Overview"),
     ("/compare", "Compare"),
     ("/spikes", "Spikes"),
+    ("/report", "Report"),
     ("/samples", "Samples"),
     ("/targets", "Targets"),
     ("/agents", "Agents"),
