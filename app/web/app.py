@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import __version__, migrate
 from app.credentials import Vault
-from app.web import api, apidocs, metrics, pages, pages_admin, report, vendor
+from app.web import api, apidocs, heatmap, metrics, pages, pages_admin, report, vendor
 from app.web.deps import STATIC_DIR, TEMPLATES_DIR, EngineDep, get_engine
 from app.web.render import make_templates
 from app.web.timerange import RangeError
@@ -133,5 +133,6 @@ def create_app(engine: Engine, *, vault: Vault | None = None) -> FastAPI:
     app.include_router(pages_admin.router)
     app.include_router(apidocs.router)
     app.include_router(report.router)
+    app.include_router(heatmap.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     return app
