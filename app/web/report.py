@@ -408,6 +408,19 @@ COLUMNS: tuple[str, ...] = (
 )
 
 
+NUMERIC = frozenset(
+    {
+        "Samples",
+        "Failed",
+        "Skipped",
+        "Availability %",
+        "Logon p50 ms",
+        "Logon p95 ms",
+        "Ping p95 ms",
+    }
+)
+
+
 @dataclass(frozen=True, slots=True)
 class TableCell:
     text: str
@@ -566,7 +579,7 @@ def report_page(
             "title": f"Weekly report {rep.week}",
             "active": "Report",
             "r": rep,
-            "columns": COLUMNS,
+            "columns": [(c, c in NUMERIC) for c in COLUMNS],
             "cells": table(rep),
             "params": params,
             "generated": datetime.now(UTC),

@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -259,14 +260,17 @@ def test_report_page_in_chromium_prints_to_pdf(live_server: LiveServer, page: An
     weeks = seed_weeks(live_server.engine, live_server.vault)
     page.goto(f"{live_server.url}/report?week={weeks.b_label}")
     page.wait_for_selector("#report-table")
+    page.screenshot(path="test-artifacts/report.png", full_page=True)
     row = page.locator("#report-table tr", has_text="dedicated").first
     assert "slower (worse)" in row.inner_text()
     page.emulate_media(media="print")
     assert page.locator("header.top").is_hidden()
     assert page.locator("form.filters").is_hidden()
+    page.screenshot(path="test-artifacts/report-print.png", full_page=True)
     page.emulate_media(media="screen")
     pdf = page.pdf(format="A4", landscape=True)
     assert pdf[:5] == b"%PDF-" and len(pdf) > 5000
+    Path("test-artifacts/report.pdf").write_bytes(pdf)
     page.click("a[data-week-link=current]")
     page.wait_for_url(re.compile(r"week=current"))
     page.wait_for_selector("#report .badge")
