@@ -261,7 +261,8 @@ def test_report_page_in_chromium_prints_to_pdf(live_server: LiveServer, page: An
     page.goto(f"{live_server.url}/report?week={weeks.b_label}")
     page.wait_for_selector("#report-table")
     page.screenshot(path="test-artifacts/report.png", full_page=True)
-    row = page.locator("#report-table tr", has_text="dedicated").first
+    rows = page.locator("#report-table tbody tr")
+    row = rows.filter(has_text="weekly").filter(has_text="dedicated")
     assert "slower (worse)" in row.inner_text()
     page.emulate_media(media="print")
     assert page.locator("header.top").is_hidden()
