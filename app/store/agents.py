@@ -28,7 +28,7 @@ class AgentStatus:
     pid: int
     started_at: datetime
     heartbeat_at: datetime
-    age_s: float  # seconds since the heartbeat, at the time of reading
+    heartbeat_age_s: float  # seconds since the heartbeat, at the time of reading
     alive: bool
     stats: dict[str, Any]
 
@@ -36,7 +36,7 @@ class AgentStatus:
 # (metric, type, help, where the value is: an attribute or "stats.<key>[.<key>]")
 METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("up", "gauge", "1 if the agent sent a heartbeat in the last 10 s", "alive"),
-    ("heartbeat_age_seconds", "gauge", "seconds since the last heartbeat", "age_s"),
+    ("heartbeat_age_seconds", "gauge", "seconds since the last heartbeat", "heartbeat_age_s"),
     ("series", "gauge", "series this agent runs", "stats.series"),
     ("in_flight", "gauge", "probe runs executing now", "stats.in_flight"),
     ("lag_p50_ms", "gauge", "scheduler start lag p50 over the last minute", "stats.lag_ms.p50"),

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query
 from fastapi.responses import StreamingResponse
 
 from app.store import probe_requests
-from app.store.agents import agent_status
+from app.store.agents import AgentStatus, agent_status
 from app.web import breakdown, samples_view
 from app.web.comparing import CompareOut, DailyOut, compare_view, daily_view
 from app.web.deps import ConnDep, EngineDep
@@ -37,7 +37,6 @@ from app.web.params import (
 from app.web.readers import overview_stats, target_timeseries
 from app.web.samples_view import SampleFilter, SamplesOut
 from app.web.schemas import (
-    AgentOut,
     BreakdownOut,
     ModeOut,
     OverviewOut,
@@ -263,11 +262,8 @@ def api_samples_csv(
 
 
 @router.get("/agents", summary="Every agent: heartbeat and self-monitoring counters")
-def api_agents(conn: ConnDep) -> list[AgentOut]:
-    return [
-        AgentOut.model_validate({**asdict(a), "heartbeat_age_s": a.age_s})
-        for a in agent_status(conn)
-    ]
+def api_agents(conn: ConnDep) -> list[AgentStatus]:
+    return agent_status(conn)
 
 
 @router.get("/probe-requests/{request_id}", summary="A 'test now' request and its result")

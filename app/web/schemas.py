@@ -119,19 +119,6 @@ class BreakdownOut(BaseModel):
     modes: list[BreakdownMode]
 
 
-class AgentOut(BaseModel):
-    name: str
-    site: str
-    version: str
-    hostname: str
-    pid: int
-    started_at: datetime
-    heartbeat_at: datetime
-    heartbeat_age_s: float
-    alive: bool = Field(description="heartbeat within 10 s and not stopped")
-    stats: dict[str, Any]
-
-
 class ProbeRequestOut(BaseModel):
     id: int
     status: str

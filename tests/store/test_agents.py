@@ -31,7 +31,7 @@ def test_status_and_prometheus_text(engine: Engine) -> None:
     assert [(r.site, r.name) for r in rows] == [('dc"2', "a2"), ("dc1", "a1"), ("dc1", "a3")]
     alive = {r.name: r.alive for r in rows}
     assert alive == {"a1": True, "a2": False, "a3": False}  # a3: recent but stopped
-    assert 0.9 < rows[1].age_s < 1.1
+    assert 0.9 < rows[1].heartbeat_age_s < 1.1
     out = prometheus_text(rows)
     assert 'connwatch_agent_up{agent="a1",site="dc1"} 1\n' in out
     assert 'connwatch_agent_up{agent="a2",site="dc\\"2"} 0\n' in out

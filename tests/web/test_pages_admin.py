@@ -233,6 +233,10 @@ def test_agents_page_shows_heartbeat_lag_skips_and_spool(
     metrics = client.get("/metrics").text
     assert 'connwatch_agent_up{agent="agent-a",site="dc1"} 1' in metrics
     assert 'connwatch_agent_up{agent="agent-b",site="dc2"} 0' in metrics
+    api = {a["name"]: a for a in client.get("/api/v1/agents").json()}
+    assert api["agent-a"]["alive"] is True and api["agent-b"]["alive"] is False
+    assert 290 < api["agent-b"]["heartbeat_age_s"] < 400
+    assert api["agent-a"]["stats"]["lag_ms"]["p95"] == 7.25 and api["agent-a"]["pid"] == 123
 
 
 def test_the_typed_password_never_reaches_the_logs(
