@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
 from app.agent.options import AgentOptions
+from app.agent.phase import from_ms, instant_at_or_before, phase_offset_ms
+from app.agent.scheduler import SLOT_MS, slot_of
 from app.pgcluster import PgCluster
 from tests.agent.conftest import (
     add_mode,
@@ -186,3 +189,18 @@ def test_a_run_past_its_grace_is_recorded_late_without_running(store: Engine) ->
     late = got[0]
     assert (late.status, late.error_code, late.error_phase) == ("skipped", "LATE", "schedule")
     assert "grace of 0.5 s" in (late.error_message or "")
+
+
+def test_slot_instants_are_each_series_own_phase() -> None:
+    """A slot job fires on the slot's grid; each member's timer lands on its own phase."""
+    for interval in (100, 1000, 1500, 10_000, 3_600_000):
+        for sid in range(1, 400):
+            off = phase_offset_ms(sid, interval)
+            key = slot_of(interval, off)
+            delta = off - key[1]
+            assert key[0] == interval and 0 <= key[1] < interval and 0 <= delta < SLOT_MS
+            for k in (0, 1, 7, 29_000_000):
+                slot_instant = from_ms(k * interval + key[1])
+                member = slot_instant + timedelta(milliseconds=delta)
+                assert member == from_ms(k * interval + off)
+                assert instant_at_or_before(sid, interval, member) == member
