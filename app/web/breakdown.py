@@ -18,7 +18,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.store.layout import check_phase
-from app.store.timeseries import timeseries
+from app.store.timeseries import summary
 from app.web.lookups import ModeInfo
 from app.web.palette import mode_style
 from app.web.schemas import BreakdownMode
@@ -30,13 +30,8 @@ def by_site(
     conn: Connection, modes: list[ModeInfo], start: datetime, end: datetime, phase: str, probe: str
 ) -> list[BreakdownMode]:
     owner = {s.id: (m, s.site) for m in modes for s in m.series if s.probe == probe}
-    res = timeseries(conn, list(owner), start, end, phase=phase, max_points=1)
-    # max_points=1 may still give two aligned buckets: keep the one with most samples
-    best: dict[int, tuple[int, float | None, float | None]] = {}
-    for p in res.points:
-        cur = best.get(p.series_id)
-        if cur is None or p.count > cur[0]:
-            best[p.series_id] = (p.count, p.p50_ms, p.p95_ms)
+    res = summary(conn, list(owner), start, end, phase=phase)  # one point per series
+    best = {p.series_id: (p.count, p.p50_ms, p.p95_ms) for p in res.points}
     return _assemble(modes, {(owner[sid][0].id, owner[sid][1]): v for sid, v in best.items()})
 
 

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 
 from app.store.recent import activity, minute_points
 from app.store.samples import read_samples
-from app.store.timeseries import Point, timeseries
+from app.store.timeseries import Point, summary, timeseries
 from app.web.lookups import ModeInfo, TargetInfo
 from app.web.overview import ModeStats, overview_probe
 from app.web.palette import mode_style
@@ -86,7 +86,7 @@ def overview_stats(
         s.n_15m += a.n_15m
         s.failed_15m += a.failed_15m
     for phase in ("logon", "ping"):
-        cur = timeseries(conn, ids, now - timedelta(minutes=15), now, phase=phase, max_points=1)
+        cur = summary(conn, ids, now - timedelta(minutes=15), now, phase=phase)
         for mid, pts in _by_mode(cur.points, owner).items():
             latest = _latest(pts)
             setattr(stats[mid], f"{phase}_p50", _worst(p.p50_ms for p in latest))
