@@ -13,6 +13,9 @@ compares the migrated database with this metadata.
   ``scheduled_at``; ``(series_id, scheduled_at)`` is the key, so writing the
   same sample twice is harmless (``ON CONFLICT DO NOTHING``).
 - ``agents``: one row per agent process, its heartbeat and self-monitoring.
+
+The store's own tables (rollups at 1 minute / 1 hour / 1 day / 1 week, the queue of
+minutes to roll up) are defined by their migrations and documented in docs/store.md.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from sqlalchemy import (
     DateTime,
     ForeignKey,
     Identity,
+    Index,
     Integer,
     MetaData,
     SmallInteger,
@@ -156,6 +160,13 @@ samples = Table(
     Column("site", Text),
     Column("extra", JSONB),
     CheckConstraint("status in ('ok','error','timeout','skipped')", name="status"),
+    # failed samples are rare: a partial index finds them (error markers, outages)
+    Index(
+        "ix_samples_not_ok",
+        "series_id",
+        "scheduled_at",
+        postgresql_where=text("status <> 'ok'"),
+    ),
     postgresql_partition_by="RANGE (scheduled_at)",
 )
 
