@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -38,8 +40,11 @@ def _processes_mentioning(text: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_demo_fills_every_mode_within_60_seconds_and_stops_cleanly(tmp_path: Path) -> None:
-    data = tmp_path / "demo-data"
+def test_demo_fills_every_mode_within_60_seconds_and_stops_cleanly() -> None:
+    # not under pytest's tmp_path (private to root): the servers run unprivileged
+    base = Path(tempfile.mkdtemp(prefix="connwatch-test-demo-"))
+    base.chmod(0o755)
+    data = base / "demo-data"
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONNWATCH_")}
     env.update({"CONNWATCH_DATA_DIR": str(data), "CONNWATCH_PORT": str(port)})
@@ -84,3 +89,4 @@ def test_demo_fills_every_mode_within_60_seconds_and_stops_cleanly(tmp_path: Pat
     while _processes_mentioning(str(data)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _processes_mentioning(str(data)) == []
+    shutil.rmtree(base, ignore_errors=True)
