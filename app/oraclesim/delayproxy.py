@@ -36,17 +36,16 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Coroutine
-from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from app.oraclesim.child import start_child
 
 SPIN_S = 0.004
 SPIN_TAIL_S = 0.0001
@@ -256,17 +255,9 @@ class DelayProxyProcess:
         self.stats: dict[str, float | int] = {}
 
     def start(self) -> DelayProxyProcess:
-        cmd = [sys.executable, "-m", "app.oraclesim.delayproxy", "--upstream", self.args[0]]
-        cmd += ["--delay-ms", self.args[1]]
-        root = Path(__file__).resolve().parents[2]
-        env = {**os.environ, "PYTHONPATH": str(root)}
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=root, env=env)
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.startswith("{"):
-            self.stop()
-            raise RuntimeError(f"delay proxy did not start: {line!r}")
-        self.port = int(json.loads(line)["port"])
+        args = ["--upstream", self.args[0], "--delay-ms", self.args[1]]
+        self.proc, info = start_child("app.oraclesim.delayproxy", args, "delay proxy")
+        self.port = int(info["port"])
         return self
 
     def stop(self) -> None:

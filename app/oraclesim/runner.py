@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
-import sys
 import threading
 import urllib.request
 from collections.abc import Coroutine
@@ -16,6 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from .child import start_child
 from .config import SimConfig
 from .faults import FaultSet
 from .server import Simulator
@@ -110,29 +109,12 @@ class SimulatorProcess:
         self.control_port = 0
 
     def start(self, timeout: float = 30) -> SimulatorProcess:
-        cmd = [
-            sys.executable,
-            "-m",
-            "app.oraclesim.cli",
-            "--port",
-            "0",
-            "--control-port",
-            "0",
-            "--status-json",
-        ]
+        args = ["--port", "0", "--control-port", "0", "--status-json"]
         if self.no_latency:
-            cmd.append("--no-latency")
+            args.append("--no-latency")
         if self.config_path is not None:
-            cmd += ["--config", str(self.config_path)]
-        root = Path(__file__).resolve().parents[2]
-        env = {**os.environ, "PYTHONPATH": str(root)}
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=root, env=env)
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.startswith("{"):
-            self.stop()
-            raise RuntimeError(f"simulator did not start: {line!r}")
-        info = json.loads(line)
+            args += ["--config", str(self.config_path)]
+        self.proc, info = start_child("app.oraclesim.cli", args, "simulator")
         self.port, self.control_port = info["port"], info["control_port"]
         return self
 
