@@ -3,42 +3,24 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import psycopg
 import pytest
-from cryptography.fernet import Fernet
 from fastapi.testclient import TestClient
-from sqlalchemy import create_engine
 
-from app import migrate
-from app.credentials import Vault
 from app.pgcluster import PgCluster
-from app.web.app import create_app
 from tests.fixtures.browser import LiveServer
-from tests.web.weekly_data import B_ERRORS, B_TIMEOUTS, Weeks, seed_weeks
+from tests.web.weekly_data import B_ERRORS, B_TIMEOUTS, Weeks, seed_weeks, weekly_app
 
 REL = 0.0197  # the store's percentiles are within 1.96 %
 
 
 @pytest.fixture(scope="module")
 def env(pg_cluster: PgCluster) -> Iterator[tuple[TestClient, Weeks]]:
-    name = "heatmap_" + uuid.uuid4().hex[:10]
-    pg_cluster.create_database(name)
-    engine = create_engine(pg_cluster.url(name))
-    try:
-        migrate.upgrade(engine)
-        vault = Vault(Fernet.generate_key())
-        weeks = seed_weeks(engine, vault)
-        with TestClient(create_app(engine, vault=vault)) as c:
-            yield c, weeks
-    finally:
-        engine.dispose()
-        with psycopg.connect(pg_cluster.dsn(), autocommit=True) as conn:
-            conn.execute(f'drop database if exists "{name}" with (force)')
+    with weekly_app(pg_cluster, "heatmap_") as made:
+        yield made
 
 
 @pytest.fixture
