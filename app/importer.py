@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 
 from app.probes.connping_csv import ConnpingCsvError, parse_connping_csv
 from app.probes.rwlformat import DEFAULT_UTCFORMAT
-from app.store.samples import write_samples
+from app.store.ingest import write_samples
 
 
 class ImportError_(ValueError):

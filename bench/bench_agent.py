@@ -56,7 +56,7 @@ from app.credentials import Vault  # noqa: E402
 from app.oraclesim.runner import SimulatorProcess  # noqa: E402
 from app.pgcluster import PgCluster  # noqa: E402
 from app.samples import Sample, SampleStatus  # noqa: E402
-from app.store.samples import _TYPES, COLUMNS  # noqa: E402
+from app.store.layout import COLUMNS, SAMPLE_TYPES  # noqa: E402
 
 
 def setup_series(
@@ -242,7 +242,7 @@ def raw_copy(dsn: str, samples: list[Sample], batch: int) -> float:
         t0 = time.perf_counter()
         for i in range(0, len(samples), batch):
             with conn.cursor() as cur, cur.copy(stmt) as cp:
-                cp.set_types(list(_TYPES))
+                cp.set_types(list(SAMPLE_TYPES))
                 for s in samples[i : i + batch]:
                     row = list(get(s))
                     row[3] = str(row[3])

@@ -37,8 +37,9 @@ from app.store.compare import compare
 from app.store.heatmap import heatmap
 from app.store.hist import exact_quantiles
 from app.store.incidents import outages, spikes
+from app.store.ingest import write_samples
 from app.store.merge import merged_sql
-from app.store.samples import export_csv, read_samples, write_samples
+from app.store.samples import export_csv, read_samples
 from app.store.synthetic import generate
 from app.store.timeseries import timeseries
 from app.store.weekly import weekly

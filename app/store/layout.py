@@ -20,6 +20,56 @@ PHASE_COLUMNS: tuple[str, ...] = ("n", "min", "max", "sum", "p50", "p95", "p99",
 COUNT_COLUMNS: tuple[str, ...] = ("n", "n_ok", "n_error", "n_timeout", "n_skipped")
 ERROR_COLUMNS: tuple[str, ...] = ("err_class", "err_code")
 
+# The columns of ``samples`` in table order, and their PostgreSQL types (for binary COPY).
+COLUMNS: tuple[str, ...] = (
+    "series_id",
+    "scheduled_at",
+    "started_at",
+    "status",
+    "total_ns",
+    "logon_ns",
+    "ping_ns",
+    "query_ns",
+    "logoff_ns",
+    "commit_ns",
+    "acquire_ns",
+    "round_trips",
+    "logon_phases",
+    "error_class",
+    "error_code",
+    "error_phase",
+    "error_message",
+    "sid",
+    "serial",
+    "instance",
+    "service",
+    "server_type",
+    "agent",
+    "site",
+    "extra",
+)
+SAMPLE_TYPES: tuple[str, ...] = (
+    "int4",
+    "timestamptz",
+    "timestamptz",
+    "text",
+    *(["int8"] * 7),
+    "int2",
+    "jsonb",
+    "text",
+    "text",
+    "text",
+    "text",
+    "int4",
+    "int4",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "jsonb",
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Grain:

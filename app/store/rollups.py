@@ -1,6 +1,6 @@
 """Keeping the 1-minute, 1-hour and 1-day rollups in step with the raw samples.
 
-Every write (:func:`app.store.samples.write_samples`) records the (series, minute)
+Every write (:func:`app.store.ingest.write_samples`) records the (series, minute)
 pairs it inserted in ``rollup_dirty``, in the same statement. :func:`roll_up_pending`
 takes a batch of those pairs, recomputes each dirty minute from its raw samples,
 then each hour containing a dirty minute from its 1-minute rows, then each such day

@@ -1,163 +1,23 @@
-"""Raw samples: the idempotent batch writer, filtered reads with keyset pagination, CSV export.
+"""Raw samples out: filtered reads with keyset pagination, windows around incidents, CSV export.
 
-Writing: rows are COPYed (binary) into a session-local staging table, then moved
-with ``INSERT ... ON CONFLICT DO NOTHING`` in one statement that also queues the
-touched (series, minute) pairs for the rollups. The key is (series_id,
-scheduled_at), so writing a batch twice (a retry, a spool replay, an overlapping
-import) stores each sample once. Missing daily partitions are created first.
-The writer runs in the caller's transaction: use ``with engine.begin() as conn``.
+The writer is :mod:`app.store.ingest`.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Any
 
-import psycopg
 from psycopg import sql
-from psycopg.types.json import Jsonb
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from app.samples import ErrorClass, Sample, SampleStatus
-from app.store.layout import ORIGIN_SQL, driver_connection, no_jit
-from app.store.partitions import ensure_sample_days
-
-COLUMNS: tuple[str, ...] = (
-    "series_id",
-    "scheduled_at",
-    "started_at",
-    "status",
-    "total_ns",
-    "logon_ns",
-    "ping_ns",
-    "query_ns",
-    "logoff_ns",
-    "commit_ns",
-    "acquire_ns",
-    "round_trips",
-    "logon_phases",
-    "error_class",
-    "error_code",
-    "error_phase",
-    "error_message",
-    "sid",
-    "serial",
-    "instance",
-    "service",
-    "server_type",
-    "agent",
-    "site",
-    "extra",
-)
-_TYPES = (
-    "int4",
-    "timestamptz",
-    "timestamptz",
-    "text",
-    *(["int8"] * 7),
-    "int2",
-    "jsonb",
-    "text",
-    "text",
-    "text",
-    "text",
-    "int4",
-    "int4",
-    "text",
-    "text",
-    "text",
-    "text",
-    "text",
-    "jsonb",
-)
-_get = operator.attrgetter(*COLUMNS)
-_JSON_COLS = (COLUMNS.index("logon_phases"), COLUMNS.index("extra"))
-
-
-class SampleWriteError(ValueError):
-    """A sample in a batch cannot be stored; the message names it."""
-
-
-def _validate(samples: Sequence[Sample]) -> set[date]:
-    days: set[date] = set()
-    for n, s in enumerate(samples):
-        if s.series_id is None:
-            raise SampleWriteError(f"sample #{n} has no series_id")
-        if s.scheduled_at.tzinfo is None or s.started_at.tzinfo is None:
-            raise SampleWriteError(
-                f"sample #{n} (series {s.series_id}) has a naive timestamp; use UTC-aware ones"
-            )
-        days.add(s.scheduled_at.astimezone(UTC).date())
-    return days
-
-
-def _ensure_stage(raw: psycopg.Connection[Any]) -> None:
-    with raw.cursor() as cur:
-        cur.execute("select to_regclass('pg_temp._cw_stage')")
-        row = cur.fetchone()
-        if row is None or row[0] is None:
-            cur.execute(
-                "create temp table _cw_stage (like samples including defaults) "
-                "on commit delete rows"
-            )
-        else:
-            cur.execute("truncate _cw_stage")
-
-
-def write_samples(conn: Connection | psycopg.Connection[Any], samples: Sequence[Sample]) -> int:
-    """Store ``samples`` once each; return how many were new (duplicates are skipped).
-
-    Runs inside the caller's transaction (the caller commits). Raises
-    :class:`SampleWriteError` before writing anything if a sample lacks a series or
-    has naive timestamps.
-    """
-    if not samples:
-        return 0
-    days = _validate(samples)
-    if isinstance(conn, Connection):
-        ensure_sample_days(conn, days)
-    else:
-        with conn.cursor() as cur:
-            for d in sorted(days):
-                cur.execute("select connwatch_ensure_sample_partitions(%s, %s)", (d, d))
-    raw = driver_connection(conn)
-    _ensure_stage(raw)
-    with raw.cursor() as cur:
-        copy_sql = sql.SQL("copy _cw_stage ({}) from stdin (format binary)").format(
-            sql.SQL(", ").join(sql.Identifier(c) for c in COLUMNS)
-        )
-        with cur.copy(copy_sql) as cp:
-            cp.set_types(list(_TYPES))
-            for s in samples:
-                row = list(_get(s))
-                for j in _JSON_COLS:
-                    if row[j] is not None:
-                        row[j] = Jsonb(row[j])
-                if row[3] is not None:
-                    row[3] = str(row[3])
-                if row[13] is not None:
-                    row[13] = str(row[13])
-                cp.write_row(row)
-        cur.execute(
-            "with ins as (insert into samples select * from _cw_stage "
-            "on conflict do nothing returning series_id, scheduled_at), "
-            "d as (insert into rollup_dirty (series_id, bucket) "
-            f"select distinct series_id, date_bin('1 minute', scheduled_at, {ORIGIN_SQL}) "
-            # DO UPDATE (a no-op) locks an existing pair until this transaction ends, so a
-            # rollup pass cannot take and clear it before these samples are visible.
-            "from ins on conflict (bucket, series_id) do update set bucket = excluded.bucket) "
-            "select count(*) from ins"
-        )
-        got = cur.fetchone()
-        cur.execute("truncate _cw_stage")
-    return int(got[0]) if got else 0
-
+from app.store.layout import COLUMNS, driver_connection, no_jit
 
 # -- reading -------------------------------------------------------------------------
 

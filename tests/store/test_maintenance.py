@@ -8,9 +8,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from app.config import Settings
+from app.store.ingest import write_samples
 from app.store.maintenance import maintain
 from app.store.partitions import partitions_of
-from app.store.samples import write_samples
 from tests.store.conftest import make_series, ok
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)

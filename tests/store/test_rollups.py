@@ -10,8 +10,8 @@ from sqlalchemy.engine import Engine
 
 from app.samples import ErrorClass
 from app.store.hist import MAX_RELATIVE_ERROR, exact_quantiles
+from app.store.ingest import write_samples
 from app.store.rollups import mark_dirty, roll_up_pending
-from app.store.samples import write_samples
 from tests.store.conftest import T0, failed, make_series, ok
 
 

@@ -11,13 +11,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from app.samples import ErrorClass, Sample, SampleStatus
-from app.store.samples import (
-    SampleWriteError,
-    export_csv,
-    read_samples,
-    samples_around,
-    write_samples,
-)
+from app.store.ingest import SampleWriteError, write_samples
+from app.store.samples import export_csv, read_samples, samples_around
 from tests.store.conftest import T0, failed, make_series, ok
 
 

@@ -26,8 +26,8 @@ from sqlalchemy.engine import Engine
 
 from app.credentials import Vault
 from app.samples import ErrorClass, Sample, SampleStatus
+from app.store.ingest import write_samples
 from app.store.rollups import roll_up_pending
-from app.store.samples import write_samples
 from app.targets import import_targets, parse_targets
 from app.web.lookups import load_targets
 

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 from app.credentials import Vault
 from app.samples import Sample, SampleStatus
 from app.store.compare import ModeStats
-from app.store.samples import write_samples
+from app.store.ingest import write_samples
 from app.targets import import_targets, parse_targets
 from app.web.comparing import sentence, weighted_quantiles
 from tests.web.data import Seeded

@@ -30,8 +30,8 @@ from app import migrate
 from app.credentials import Vault
 from app.pgcluster import PgCluster
 from app.samples import ErrorClass, Sample, SampleStatus
+from app.store.ingest import write_samples
 from app.store.rollups import roll_up_pending
-from app.store.samples import write_samples
 from app.targets import import_targets, parse_targets
 from app.web.app import create_app
 from app.web.lookups import load_target
