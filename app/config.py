@@ -59,6 +59,15 @@ class Settings(BaseSettings):
     retention_1h_days: int = Field(
         default=1826, ge=1, description="Days 1-hour rollups are kept (default 5 years)."
     )
+    compact_after_days: int = Field(
+        default=2,
+        ge=1,
+        le=35,
+        description=(
+            "Whole UTC days of raw samples older than this are rewritten into one compressed "
+            "row per series and hour."
+        ),
+    )
     partition_days_ahead: int = Field(
         default=7, ge=1, le=90, description="Daily sample partitions created ahead of time."
     )
