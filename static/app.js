@@ -123,8 +123,9 @@ CW.builders.timeseries = (data) => {
     traces.push({
       x: g.t, y: g.p95, type: "scatter", mode: "lines", line: { width: 0 },
       fill: "tonexty", fillcolor: CW.rgba(m.color, 0.22), name: `${m.name} ${data.band_low}–p95`,
-      legendgroup: m.name, customdata: g.utc, connectgaps: false,
-      hovertemplate: "%{customdata}<br>p95 %{y:.2f} ms<extra>" + m.name + "</extra>",
+      legendgroup: m.name, customdata: g.utc.map((u, i) => [u, g.p5[i]]), connectgaps: false,
+      hovertemplate: `%{customdata[0]}<br>${data.band_low}–p95 %{customdata[1]:.2f}–%{y:.2f} ms`
+        + "<extra>" + m.name + "</extra>",
     });
     traces.push({
       x: g.t, y: g.p50, type: "scatter", mode: "lines", name: `${m.name} p50`,

@@ -68,6 +68,10 @@ class Merged:
     p50: float | None
     p95: float | None
     p99: float | None
+    p5: float | None = None
+
+
+MERGE_QUANTILES = (0.05, 0.5, 0.95, 0.99)
 
 
 def rollup_columns(phase: str, prefix: str = "") -> str:
@@ -146,19 +150,49 @@ def merge(
     k = nkeys
     mins = np.array([r[k + 7] for r in rows], dtype=np.float64)  # None -> nan
     maxs = np.array([r[k + 8] for r in rows], dtype=np.float64)
-    q = matrix_quantiles(m, lo, (0.5, 0.95, 0.99), mins, maxs)
+    q = matrix_quantiles(m, lo, MERGE_QUANTILES, mins, maxs)
     out: dict[Any, Merged] = {}
     for i, r in enumerate(rows):
         key = r[0] if k == 1 else tuple(r[:k])
         count = int(r[k + 6])
-        has = count > 0 and bool(np.isfinite(q[i, 0]))
+        has = count > 0 and bool(np.isfinite(q[i, 1]))
         out[key] = Merged(
             int(r[k + 1]), int(r[k + 2]), int(r[k + 3]), int(r[k + 4]), int(r[k + 5]), count,
             float(r[k + 7]) if count and r[k + 7] is not None else None,
             float(r[k + 8]) if count and r[k + 8] is not None else None,
             float(r[k + 9]) if count and r[k + 9] is not None else None,
-            float(q[i, 0]) if has else None,
             float(q[i, 1]) if has else None,
             float(q[i, 2]) if has else None,
+            float(q[i, 3]) if has else None,
+            float(q[i, 0]) if has else None,
         )  # fmt: skip
     return out
+
+
+def histogram_columns(phase: str) -> str:
+    """The columns :func:`row_quantiles` reads from each row: one timing's histogram as text."""
+    return f"{phase}_min, {phase}_max, cardinality({phase}_hi), {phase}_hi::text, {phase}_hc::text"
+
+
+def row_quantiles(
+    rows: Sequence[Sequence[Any]], first: int, qs: Sequence[float]
+) -> npt.NDArray[np.float64]:
+    """Quantiles (ns) of each row's own histogram, shape [rows, len(qs)]; NaN where empty.
+
+    ``rows[i][first:first + 5]`` are the :func:`histogram_columns` of row ``i``. The
+    text arrays of all rows are joined and parsed by numpy at once, like a merge whose
+    groups each hold one row (same nearest-rank rule, same clamping to min/max).
+    """
+    if not rows:
+        return np.zeros((0, len(qs)))
+    lens = np.array([r[first + 2] or 0 for r in rows], dtype=np.int64)
+    if not lens.sum():
+        return np.full((len(rows), len(qs)), np.nan)
+    idx = _ints("".join(r[first + 3] or "" for r in rows if r[first + 2]))
+    cnt = _ints("".join(r[first + 4] or "" for r in rows if r[first + 2]))
+    lo = int(idx.min())
+    m = np.zeros((len(rows), int(idx.max()) - lo + 1))
+    np.add.at(m, (np.repeat(np.arange(len(rows)), lens), idx - lo), cnt.astype(np.float64))
+    mins = np.array([r[first] for r in rows], dtype=np.float64)
+    maxs = np.array([r[first + 1] for r in rows], dtype=np.float64)
+    return matrix_quantiles(m, lo, qs, mins, maxs)

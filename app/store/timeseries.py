@@ -17,7 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.store.layout import DAY, HOUR, MINUTE, ORIGIN_SQL, RAW, check_phase, no_jit
-from app.store.npmerge import merge, rollup_columns
+from app.store.npmerge import histogram_columns, merge, rollup_columns, row_quantiles
 from app.store.resolution import (
     DEFAULT_POINTS,
     RAW_MAX_SPAN,
@@ -49,6 +49,10 @@ class Point:
     p99_ms: float | None
     max_ms: float | None
     mean_ms: float | None
+    # Lower edge of the chart's band. Exact from raw samples; from rollups read off the
+    # histograms (within 1.96 %), like merged percentiles. None where not computed
+    # (app.store.recent's per-minute points).
+    p5_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +81,7 @@ def _raw_sql(phase: str, *, whole: bool = False) -> str:
         "(count(*) filter (where status = 'timeout'))::int, "
         "(count(*) filter (where status = 'skipped'))::int, "
         f"(count({phase}_ns) {ok})::int, min({phase}_ns) {ok}, "
-        f"percentile_disc(array[0.5, 0.95, 0.99]) within group (order by {phase}_ns) {ok}, "
+        f"percentile_disc(array[0.05, 0.5, 0.95, 0.99]) within group (order by {phase}_ns) {ok}, "
         f"max({phase}_ns) {ok}, avg({phase}_ns) {ok} "
         "from samples where series_id = any(:ids) and scheduled_at >= :a and scheduled_at < :b "
         f"group by {keys} order by {keys}"
@@ -88,7 +92,8 @@ def _direct_sql(p: Plan, phase: str) -> str:
     """Rollup rows that are the buckets themselves (step = table width): stored percentiles."""
     return (
         f"select series_id, bucket, n, n_ok, n_error, n_timeout, n_skipped, {phase}_n, "
-        f"{phase}_min, {phase}_p50, {phase}_p95, {phase}_p99, {phase}_max, {phase}_sum "
+        f"{phase}_min, {phase}_p50, {phase}_p95, {phase}_p99, {phase}_max, {phase}_sum, "
+        f"{histogram_columns(phase)} "
         f"from {p.grain.table} where series_id = any(:ids) and bucket >= :a and bucket < :b "
         "order by 1, 2"
     )
@@ -120,21 +125,24 @@ def timeseries(
     points: list[Point] = []
     if p.grain is RAW:
         for r in conn.execute(text(_raw_sql(phase)), params):
-            q = r[9] or [None, None, None]
+            q = r[9] or [None] * 4
             points.append(
                 Point(
                     r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
-                    ms(r[8]), ms(q[0]), ms(q[1]), ms(q[2]), ms(r[10]), ms(r[11]),
+                    ms(r[8]), ms(q[1]), ms(q[2]), ms(q[3]), ms(r[10]), ms(r[11]), ms(q[0]),
                 )
             )  # fmt: skip
     elif p.step == p.grain.width:
-        for r in conn.execute(text(_direct_sql(p, phase)), params):
+        rows = conn.execute(text(_direct_sql(p, phase)), params).all()
+        p5 = row_quantiles(rows, 14, (0.05,))[:, 0]  # stored rows keep no p5: histogram
+        for r, low in zip(rows, p5.tolist(), strict=True):
             count = r[7] or 0
             points.append(
                 Point(
                     r[0], r[1], r[2], r[3], r[4], r[5], r[6], count,
                     ms(r[8]), ms(r[9]), ms(r[10]), ms(r[11]), ms(r[12]),
                     ms(r[13] / count) if count and r[13] is not None else None,
+                    ms(low) if count and low == low else None,
                 )
             )  # fmt: skip
     else:
@@ -145,6 +153,7 @@ def timeseries(
                     sid, bucket, m.n, m.n_ok, m.n_error, m.n_timeout, m.n_skipped, m.count,
                     ms(m.min), ms(m.p50), ms(m.p95), ms(m.p99), ms(m.max),
                     ms(m.sum / m.count) if m.count and m.sum is not None else None,
+                    ms(m.p5),
                 )
             )  # fmt: skip
     return SeriesResult(phase, p.grain.name, p.step, p.start, p.end, points)
@@ -180,8 +189,8 @@ def summary(
         points = [
             Point(
                 r[0], start, r[2], r[3], r[4], r[5], r[6], r[7], ms(r[8]),
-                ms((r[9] or [None] * 3)[0]), ms((r[9] or [None] * 3)[1]),
-                ms((r[9] or [None] * 3)[2]), ms(r[10]), ms(r[11]),
+                ms((r[9] or [None] * 4)[1]), ms((r[9] or [None] * 4)[2]),
+                ms((r[9] or [None] * 4)[3]), ms(r[10]), ms(r[11]), ms((r[9] or [None] * 4)[0]),
             )
             for r in rows
         ]  # fmt: skip
@@ -204,6 +213,7 @@ def summary(
             sid, a, m.n, m.n_ok, m.n_error, m.n_timeout, m.n_skipped, m.count,
             ms(m.min), ms(m.p50), ms(m.p95), ms(m.p99), ms(m.max),
             ms(m.sum / m.count) if m.count and m.sum is not None else None,
+            ms(m.p5),
         )
         for sid, m in sorted(merged.items())
     ]  # fmt: skip

@@ -193,7 +193,7 @@ def target_timeseries(
                 dash=style["dash"],
                 symbol=style["symbol"],
                 t=[p.bucket for p in pts],
-                p5=[p.min_ms for p in pts],
+                p5=[p.p5_ms for p in pts],
                 p50=[p.p50_ms for p in pts],
                 p95=[p.p95_ms for p in pts],
                 p99=[p.p99_ms for p in pts],
@@ -216,7 +216,7 @@ def target_timeseries(
         end=res.end,
         resolution=res.source,
         step_s=res.step.total_seconds(),
-        band_low="min",
+        band_low="p5",
         modes=out_modes,
         errors=marks,
     )

@@ -72,7 +72,10 @@ class ModeTimeseries(BaseModel):
     dash: str
     symbol: str
     t: list[datetime] = Field(description="bucket starts (UTC)")
-    p5: list[float | None] = Field(description="lower edge of the band (see band_low)")
+    p5: list[float | None] = Field(
+        description="5th percentile per bucket, the band's lower edge (exact from raw "
+        "samples, within 2 % from rollups)"
+    )
     p50: list[float | None]
     p95: list[float | None]
     p99: list[float | None]
@@ -95,7 +98,7 @@ class TimeseriesOut(BaseModel):
     end: datetime
     resolution: str = Field(description="which table answered: raw, 1m, 1h or 1d")
     step_s: float
-    band_low: str = Field(description="what the lower band edge is: p5, or min when unknown")
+    band_low: str = Field(description="what the lower band edge is (p5)")
     modes: list[ModeTimeseries]
     errors: list[ErrorMark]
 

@@ -28,6 +28,7 @@ def test_raw_buckets_are_exact(engine: Engine) -> None:
     p = r.points[1]
     assert (p.n, p.n_ok, p.count, p.min_ms, p.max_ms) == (60, 60, 60, 1.0, 60.0)
     assert (p.p50_ms, p.p95_ms, p.p99_ms, p.mean_ms) == (30.0, 57.0, 60.0, 30.5)
+    assert p.p5_ms == 3.0  # nearest rank ceil(0.05 * 60) = 3
     first = r.points[0]
     assert (first.n, first.n_error, first.count) == (60, 1, 59)
     vals = [s.total_ns / 1e6 for s in samples[:60] if s.total_ns is not None]
@@ -54,10 +55,11 @@ def test_rollup_levels_agree_with_exact_percentiles(engine: Engine) -> None:
             assert sum(p.n for p in r.points) == len(samples)
             for p in r.points:
                 inside = [v for t, v in by_time.items() if p.bucket <= t < p.bucket + step]
-                want = exact_quantiles(inside)
+                want = exact_quantiles(inside, (0.05, 0.5, 0.95, 0.99))
                 assert p.count == len(inside)
                 assert p.min_ms == min(inside) / 1e6 and p.max_ms == max(inside) / 1e6
-                for got, w in zip((p.p50_ms, p.p95_ms, p.p99_ms), want, strict=True):
+                got_q = (p.p5_ms, p.p50_ms, p.p95_ms, p.p99_ms)
+                for got, w in zip(got_q, want, strict=True):
                     assert close(got, w / 1e6), (source, p.bucket, got, w)
 
 
@@ -85,8 +87,10 @@ def test_summary_is_one_point_per_series_over_the_whole_range(engine: Engine) ->
     assert recent.source == "raw" and recent.start == T0 - timedelta(hours=1)
     by = {p.series_id: p for p in recent.points}
     assert by[s].n == 30 and by[s].p50_ms == 40.0 and by[d].n == 6
+    assert by[s].p5_ms == 40.0 and by[d].p5_ms == min(by[d].min_ms or 0, 60.0)
     assert long.source == "1h" and [p.series_id for p in long.points] == [d, s]
     dp = long.points[0]
     vals = [x.total_ns for x in samples[: 5 * 144] if x.total_ns is not None]
-    want = exact_quantiles(vals)
-    assert dp.n == 720 and close(dp.p50_ms, want[0] / 1e6) and close(dp.p99_ms, want[2] / 1e6)
+    want = exact_quantiles(vals, (0.05, 0.5, 0.99))
+    assert dp.n == 720 and close(dp.p50_ms, want[1] / 1e6) and close(dp.p99_ms, want[2] / 1e6)
+    assert close(dp.p5_ms, want[0] / 1e6)

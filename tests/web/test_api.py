@@ -43,6 +43,25 @@ def test_timeseries_per_mode_with_band_and_error_codes(client: TestClient, seede
     assert all(e["codes"] == ["TNS-12520"] for e in marks)
 
 
+def test_band_is_p5_to_p95(client: TestClient, seeded: Seeded) -> None:
+    # logon = L x (0.95 .. 1.05 in 21 equal steps, cycling): in a bucket of >= 100 samples
+    # the 5th percentile is the lowest or second-lowest step, the 95th the highest two
+    res = client.get(
+        "/api/v1/targets/sales/timeseries",
+        params={"phase": "logon", "range": "6h", "modes": "pooled", "points": 12},
+    )
+    assert res.status_code == 200, res.text
+    doc = res.json()
+    assert doc["band_low"] == "p5"
+    (m,) = doc["modes"]
+    want = LOGON_MS["pooled"]
+    full = [i for i, n in enumerate(m["n"]) if n >= 100]
+    assert full
+    for i in full:
+        assert want * 0.95 - 1e-6 <= m["p5"][i] <= want * 0.955 + 1e-6
+        assert want * 1.045 - 1e-6 <= m["p95"][i] <= want * 1.05 + 1e-6
+
+
 def test_a_long_range_is_answered_from_rollups(client: TestClient, seeded: Seeded) -> None:
     res = client.get("/api/v1/targets/sales/timeseries", params={"range": "30d"})
     assert res.status_code == 200
