@@ -50,6 +50,7 @@ class WeekRow:
     change_p50_pct: float | None
     change_p95_pct: float | None
     change_availability_pts: float | None
+    n_skipped: int = 0  # runs the agent could not start in time (not in availability)
 
 
 def _pct(now: float | None, before: float | None) -> float | None:
@@ -65,8 +66,14 @@ def weekly(
     *,
     phase: str = "total",
     target_ids: Sequence[int] | None = None,
+    probe: str | None = None,
 ) -> list[WeekRow]:
-    """One row per (mode, week) overlapping ``[start, end)``, ordered by target, mode, week."""
+    """One row per (mode, week) overlapping ``[start, end)``, ordered by target, mode, week.
+
+    ``probe`` (e.g. ``"connping"``): only that probe kind's series of each mode, so a
+    mode that also runs sessionping is never pooled with it; a mode without such a
+    series has no rows.
+    """
     check_phase(phase)
     check_range(start, end)
     no_jit(conn)
@@ -77,7 +84,8 @@ def weekly(
         f"r.{phase}_sum, r.{phase}_p50, r.{phase}_p95, r.{phase}_p99, r.{phase}_hi, r.{phase}_hc "
         "from rollup_1w r join series s on s.id = r.series_id join modes m on m.id = s.mode_id "
         "where r.bucket >= :a and r.bucket < :b "
-        "and (cast(:tids as integer[]) is null or m.target_id = any(cast(:tids as integer[])))"
+        "and (cast(:tids as integer[]) is null or m.target_id = any(cast(:tids as integer[]))) "
+        "and (cast(:probe as text) is null or s.probe = cast(:probe as text))"
     )
     merged = merged_sql(
         src, ["mode_id", "wk"], raw=False, phases=(phase,), errors=False, hist=False, single=True
@@ -90,7 +98,12 @@ def weekly(
             f"from ({merged}) x join modes m on m.id = x.mode_id "
             "join targets t on t.id = m.target_id order by t.name, m.name, x.wk"
         ),
-        {"a": a - WEEK, "b": b, "tids": list(target_ids) if target_ids is not None else None},
+        {
+            "a": a - WEEK,
+            "b": b,
+            "tids": list(target_ids) if target_ids is not None else None,
+            "probe": probe,
+        },
     ).all()
     prev: dict[tuple[int, datetime], tuple[float | None, float | None, float | None]] = {}
     out: list[WeekRow] = []
@@ -109,6 +122,7 @@ def weekly(
                 p50, p95, ms(r[14]), ms(r[15]), pp50, pp95, pavail,
                 _pct(p50, pp50), _pct(p95, pp95),
                 (avail - pavail) if avail is not None and pavail is not None else None,
+                r[9],
             )
         )  # fmt: skip
     return out

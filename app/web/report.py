@@ -4,10 +4,11 @@ One ISO week (Monday 00:00 to Monday 00:00 UTC) at a time: by default the last c
 one, ``week=2026-W46`` for another, ``week=current`` for this week so far. Each mode is
 read from the series of ONE probe kind, the overview's (connping where the mode runs
 it, else the first of sessionping, commit, poolacquire), never a mix of probes: the
-store's ``weekly()`` pools every series of a mode, so the report reads the store's
-``summary()`` per series instead (merged 1-hour or 1-day rollups, or raw samples for a
-partial week of up to 2 days; percentiles within 1.96 %) and ``availability()`` for the
-error codes.
+report reads the store's ``weekly(probe=...)`` (the weekly rollups of that probe kind's
+series: true weekly percentiles within 1.96 %), and ``availability()`` for the error
+codes. A mode whose probe runs at several sites, and the current week so far, are read
+with ``summary()`` per series (the worst site's latencies; raw samples for a partial
+week of up to 2 days).
 
 - availability = ok / (samples that ran): errors and timeouts count as unavailable;
   skipped runs (the agent could not start them in time) are left out; floored to
@@ -38,6 +39,7 @@ from sqlalchemy.engine import Connection
 
 from app.store.availability import availability
 from app.store.timeseries import Point, summary
+from app.store.weekly import weekly
 from app.web.deps import ConnDep, TemplatesDep
 from app.web.lookups import ModeInfo, TargetInfo, load_targets
 from app.web.overview import overview_probe
@@ -185,8 +187,14 @@ def _worst(values: list[float | None]) -> float | None:
 def _week_stats(
     conn: Connection, owner: dict[int, int], start: datetime, end: datetime
 ) -> dict[int, _Stats]:
-    """Per mode id: counts over its series and the worst series' latencies."""
+    """Per mode id: counts over its series and the worst series' latencies (any range).
+
+    For a week still in progress and for modes with several series of their probe
+    (several sites): the store's ``summary()`` per series.
+    """
     ids = list(owner)
+    if not ids:
+        return {}
     logon = summary(conn, ids, start, end, phase="logon").points
     ping = {p.series_id: p for p in summary(conn, ids, start, end, phase="ping").points}
     per_mode: dict[int, list[tuple[Point, Point | None]]] = {}
@@ -204,6 +212,37 @@ def _week_stats(
             ping_p95=_worst([q.p95_ms if q else None for _, q in pairs]),
         )
     return out
+
+
+def _weekly_stats(
+    conn: Connection, probes: dict[int, tuple[int, str]], week_start: datetime
+) -> tuple[dict[int, _Stats], dict[int, _Stats]]:
+    """Per mode id (mode id -> (target id, probe)): stats of the week starting at
+    ``week_start`` and of the week before, from the store's weekly rollups (``weekly()``
+    with the mode's probe kind: one row per mode and whole week, true weekly p95)."""
+    cur: dict[int, _Stats] = {}
+    prev: dict[int, _Stats] = {}
+    for probe in sorted({p for _, p in probes.values()}):
+        mids = {mid for mid, (_, p) in probes.items() if p == probe}
+        tids = sorted({tid for mid, (tid, _) in probes.items() if mid in mids})
+        a, b = week_start - WEEK, week_start + WEEK
+        logon = weekly(conn, a, b, phase="logon", target_ids=tids, probe=probe)
+        ping = weekly(conn, a, b, phase="ping", target_ids=tids, probe=probe)
+        ping_p95 = {(r.mode_id, r.week): r.p95_ms for r in ping}
+        for r in logon:
+            if r.mode_id not in mids:
+                continue
+            stats = _Stats(
+                n=r.n,
+                ok=r.n_ok,
+                failed=r.n_failed,
+                skipped=r.n_skipped,
+                logon_p50=r.p50_ms,
+                logon_p95=r.p95_ms,
+                ping_p95=ping_p95.get((r.mode_id, r.week)),
+            )
+            (cur if r.week == week_start else prev)[r.mode_id] = stats
+    return cur, prev
 
 
 def _pct(now: float | None, before: float | None) -> float | None:
@@ -330,11 +369,20 @@ def build_report(
                 continue
             modes[m.id] = (t, m, probe)
             owner.update({s.id: m.id for s in m.series if s.probe == probe})
-    cur: dict[int, _Stats] = {}
-    prev: dict[int, _Stats] = {}
-    if owner:
+    # Whole weeks of single-series modes come from the weekly rollups; a mode whose probe
+    # runs at several sites keeps its worst site's latencies (per-series summaries), and
+    # the current week so far is read up to now (raw samples when under 2 days).
+    per_mode: dict[int, list[int]] = {}
+    for sid, mid in owner.items():
+        per_mode.setdefault(mid, []).append(sid)
+    single = {mid: (modes[mid][0].id, modes[mid][2]) for mid, s in per_mode.items() if len(s) == 1}
+    multi = {sid: mid for sid, mid in owner.items() if mid not in single}
+    cur, prev = _weekly_stats(conn, single, week.start)
+    if not week.complete:
         cur = _week_stats(conn, owner, week.start, week.end)
-        prev = _week_stats(conn, owner, week.start - WEEK, week.start)
+    else:
+        cur.update(_week_stats(conn, multi, week.start, week.end))
+    prev.update(_week_stats(conn, multi, week.start - WEEK, week.start))
     rows: list[ReportRow] = []
     missing: list[str] = []
     for mid, (t, m, probe) in modes.items():

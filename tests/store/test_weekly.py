@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from app.store.weekly import weekly
@@ -37,3 +38,34 @@ def test_week_over_week(engine: Engine) -> None:
     assert w.availability == 90.0 and w.prev_availability == 100.0
     assert w.change_availability_pts == -10.0
     assert rows[1].prev_p50_ms is None and rows[1].change_p50_pct is None
+
+
+def test_probe_keeps_one_probe_kind(engine: Engine) -> None:
+    d = make_series(engine, "t1")["dedicated"]
+    with engine.begin() as conn:
+        sp = conn.execute(
+            text(
+                "insert into series (mode_id, probe, interval_ms, timeout_ms) "
+                "select mode_id, 'sessionping', 5000, 5000 from series where id = :d returning id"
+            ),
+            {"d": d},
+        ).scalar_one()
+    samples = [ok(d, T0 + timedelta(hours=h), 50) for h in range(20)]
+    samples += [ok(sp, T0 + timedelta(hours=h, minutes=1), 5) for h in range(30)]
+    samples += [failed(sp, T0 + timedelta(hours=40))]
+    samples += [ok(d, T0 + timedelta(weeks=1, hours=h), 60) for h in range(10)]
+    store(engine, samples)
+    end = T0 + timedelta(weeks=2)
+    with engine.connect() as conn:
+        conn_rows = weekly(conn, T0, end, probe="connping")
+        sess_rows = weekly(conn, T0, end, probe="sessionping")
+        pooled = weekly(conn, T0, end)
+        none = weekly(conn, T0, end, probe="commit")
+    assert none == []
+    assert [(r.week, r.n, r.p50_ms) for r in conn_rows] == [
+        (T0, 20, 50.0),
+        (T0 + timedelta(weeks=1), 10, 60.0),
+    ]
+    assert conn_rows[1].prev_p50_ms == 50.0 and close(conn_rows[1].change_p50_pct or 0, 20.0)
+    assert [(r.week, r.n, r.n_failed, r.p50_ms) for r in sess_rows] == [(T0, 31, 1, 5.0)]
+    assert (pooled[0].n, pooled[0].count) == (51, 50)

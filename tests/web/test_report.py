@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -17,7 +18,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.pgcluster import PgCluster
-from app.web.report import latency_change, parse_week
+from app.web.lookups import load_targets
+from app.web.overview import overview_probe
+from app.web.report import WEEK, _week_stats, build_report, latency_change, parse_week
 from app.web.timerange import RangeError
 from tests.fixtures.browser import LiveServer
 from tests.web.weekly_data import B_AVAILABILITY, PER_WEEK, Weeks, seed_weeks, weekly_app
@@ -199,6 +202,40 @@ class _Table(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self.inside and self.cell:
             self.rows[-1][-1] += data
+
+
+def test_weekly_rollups_give_the_same_report_as_per_series_summaries(
+    client: TestClient, weeks: Weeks
+) -> None:
+    # build_report reads whole weeks from the store's weekly(probe=); the path it replaced
+    # (summary() per series, merged 1-hour rollups) must give the same figures
+    engine = client.app.state.engine  # type: ignore[attr-defined]
+    with engine.connect() as conn:
+        targets = load_targets(conn)
+        week = parse_week(weeks.b_label, datetime.now(UTC))
+        got = build_report(conn, targets, week)
+        owner = {
+            s.id: m.id
+            for t in targets
+            for m in t.modes
+            for s in m.series
+            if s.probe == overview_probe(m)
+        }
+        old_cur = _week_stats(conn, owner, week.start, week.end)
+        old_prev = _week_stats(conn, owner, week.start - WEEK, week.start)
+    mode_ids = {(t.name, m.name): m.id for t in targets for m in t.modes}
+    assert {r.mode for r in got.rows if r.target == "weekly"} == {"dedicated", "shared"}
+    for r in got.rows:
+        c, p = old_cur[mode_ids[(r.target, r.mode)]], old_prev[mode_ids[(r.target, r.mode)]]
+        assert (r.samples, r.ok, r.failed, r.skipped) == (c.n, c.ok, c.failed, c.skipped)
+        assert r.logon_p50_ms == pytest.approx(c.logon_p50, rel=1e-6)
+        assert r.logon_p95_ms == pytest.approx(c.logon_p95, rel=1e-6)
+        assert r.ping_p95_ms == pytest.approx(c.ping_p95, rel=1e-6)
+        assert r.prev_logon_p95_ms == pytest.approx(p.logon_p95, rel=1e-6)
+        assert r.prev_ping_p95_ms == pytest.approx(p.ping_p95, rel=1e-6)
+        assert r.prev_availability_pct == pytest.approx(
+            math.floor((p.availability or 0) * 100 + 1e-9) / 100
+        )
 
 
 def test_csv_holds_exactly_the_page_table(client: TestClient, weeks: Weeks) -> None:
