@@ -9,7 +9,7 @@ import base64
 import binascii
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from psycopg import sql
@@ -106,6 +106,47 @@ def _filters(
     return cond
 
 
+_US = timedelta(microseconds=1)
+_FIRST_WINDOW = timedelta(hours=1)
+
+
+def _windows(lo: datetime, hi: datetime, newest_first: bool) -> Iterator[tuple[datetime, datetime]]:
+    """``[lo, hi)`` cut into windows growing from 1 hour (x6, then x2), walked from ``hi``
+    down (newest first) or from ``lo`` up."""
+    size = _FIRST_WINDOW
+    while lo < hi:
+        if newest_first:
+            a = max(lo, hi - size)
+            yield a, hi
+            hi = a
+        else:
+            b = min(hi, lo + size)
+            yield lo, b
+            lo = b
+        size = size * (6 if size == _FIRST_WINDOW else 2)
+
+
+def _extent(conn: Connection, ids: list[int]) -> tuple[datetime | None, datetime | None]:
+    """The oldest sample's time and just after the newest one of these series, in either
+    form (packed rows count as their whole hour); (None, None) without samples."""
+    row = conn.execute(
+        text(
+            "select least(min(r.lo), min(p.lo)), greatest(max(r.hi), max(p.hi)) "
+            "from unnest(cast(:ids as integer[])) x(id) "
+            "cross join lateral (select (select s.scheduled_at from samples s "
+            "where s.series_id = x.id order by s.scheduled_at limit 1) as lo, "
+            "(select s.scheduled_at + interval '1 microsecond' from samples s "
+            "where s.series_id = x.id order by s.scheduled_at desc limit 1) as hi) r "
+            "cross join lateral (select (select k.hour from samples_packed k "
+            "where k.series_id = x.id order by k.hour limit 1) as lo, "
+            "(select k.hour + interval '1 hour' from samples_packed k "
+            "where k.series_id = x.id order by k.hour desc limit 1) as hi) p"
+        ),
+        {"ids": ids},
+    ).one()
+    return row[0], row[1]
+
+
 def read_samples(
     conn: Connection,
     *,
@@ -127,7 +168,9 @@ def read_samples(
     """
     if not 1 <= limit <= 10000:
         raise ValueError("limit must be between 1 and 10000")
-    params: dict[str, Any] = {"lim": limit + 1}
+    if any(t is not None and t.tzinfo is None for t in (start, end)):
+        raise ValueError("start and end must be timezone-aware")
+    params: dict[str, Any] = {}
     cond = _filters(statuses, error_code, params)
     cursor = decode_cursor(after) if after is not None else None
     no_jit(conn)
@@ -135,27 +178,40 @@ def read_samples(
     if not ids:
         return SamplePage([], None)
     params["ids"] = ids
-    if start is not None:
-        params["a"] = start
-        cond.append("s.scheduled_at >= :a")
-    if end is not None:
-        params["b"] = end
-        cond.append("s.scheduled_at < :b")
+    failed_only = bool((statuses is not None and "ok" not in statuses) or error_code)
+    lo, hi = start, end
+    if lo is None or hi is None:
+        first, last = _extent(conn, ids)
+        if first is None or last is None:
+            return SamplePage([], None)
+        lo = first if lo is None else lo
+        hi = last if hi is None else hi
     op, order = ("<", "desc") if newest_first else (">", "asc")
     if cursor is not None:
         params["ct"], params["cs"] = cursor
         # (scheduled_at, series_id) beyond the cursor, written so the index range applies
         cond.append(f"s.scheduled_at {op}= :ct and (s.scheduled_at {op} :ct or x.id {op} :cs)")
-    where = " and ".join(["s.series_id = x.id", *cond])
-    rows = conn.execute(
-        text(
-            f"select {_SELECT} from unnest(cast(:ids as integer[])) as x(id) "
-            f"cross join lateral (select s.* from samples s where {where} "
-            f"order by s.scheduled_at {order} limit :lim) s "
-            f"order by s.scheduled_at {order}, s.series_id {order} limit :lim"
-        ),
-        params,
-    ).all()
+        if newest_first:
+            hi = min(hi, cursor[0] + _US)
+        else:
+            lo = max(lo, cursor[0])
+    where = " and ".join(["true", *cond])
+    query = text(
+        f"select {_SELECT} from unnest(cast(:ids as integer[])) as x(id) "
+        "cross join lateral (select s.* from connwatch_samples(array[x.id], :wa, :wb, :fo) s "
+        f"where {where} order by s.scheduled_at {order} limit :lim) s "
+        f"order by s.scheduled_at {order}, s.series_id {order} limit :lim"
+    )
+    params["fo"] = failed_only
+    want = limit + 1
+    rows: list[Any] = []
+    # Newest (or oldest) first, window by window, growing: the first window usually
+    # fills the page, and packed hours further away are never unpacked.
+    for wa, wb in _windows(lo, hi, newest_first):
+        params.update(wa=wa, wb=wb, lim=want - len(rows))
+        rows += conn.execute(query, params).all()
+        if len(rows) >= want:
+            break
     samples = [row_to_sample(r) for r in rows[:limit]]
     nxt = encode_cursor(samples[-1]) if len(rows) > limit else None
     return SamplePage(samples, nxt)
@@ -172,8 +228,8 @@ def samples_around(
             f"select w.k, {_SELECT} from unnest(cast(:sids as integer[]), "
             "cast(:fs as timestamptz[]), cast(:ts as timestamptz[])) "
             "with ordinality as w(sid, f, t, k) cross join lateral ("
-            "select * from samples s where s.series_id = w.sid and s.scheduled_at >= w.f "
-            "and s.scheduled_at < w.t order by s.scheduled_at limit :lim) s order by w.k"
+            "select * from connwatch_samples(array[w.sid], w.f, w.t) s "
+            "order by s.scheduled_at limit :lim) s order by w.k"
         ),
         {
             "sids": [w[0] for w in windows],
@@ -239,43 +295,62 @@ def _stream(
                 {"ids": ids},
             )
         }
-    lits: dict[str, sql.Composable] = {
-        "ids": sql.Literal(ids),
-        "a": sql.Literal(start),
-        "b": sql.Literal(end),
-        **{k: sql.Literal(v) for k, v in params.items()},
-    }
+    lits: dict[str, sql.Composable] = {k: sql.Literal(v) for k, v in params.items()}
     extra = "".join(f" and {c}" for c in cond)
     for k in params:
         extra = extra.replace(f":{k}", "{" + k + "}")
 
-    def label(j: int) -> sql.Composable:
-        # names as literals instead of a join: rows stream in index order, unsorted
-        if not names:
-            return sql.SQL("null::text")
-        whens = sql.SQL(" ").join(
-            sql.SQL("when {} then {}").format(sql.Literal(sid), sql.Literal(n[j]))
-            for sid, n in names.items()
-        )
-        return sql.SQL("case s.series_id {} end").format(whens)
-
     cols = ", ".join(f"s.{c}" for c in COLUMNS)
-    query = sql.SQL(
-        "copy (select {target} as target, {mode} as mode, " + cols + " from samples s "
-        "where s.series_id = any({ids}::integer[]) and s.scheduled_at >= {a} "
-        "and s.scheduled_at < {b}" + extra + " order by s.series_id, s.scheduled_at) "
-        "to stdout with (format csv, header)"
-    ).format(target=label(0), mode=label(1), **lits)
+    failed_only = sql.Literal(bool("s.status <> 'ok'" in cond))
     with engine.connect() as conn:
-        # Rows must come in primary-key order straight off the indexes (a merge of the
-        # daily partitions), never through a sort that would hold the export back.
-        for setting in ("enable_sort", "enable_bitmapscan", "enable_hashagg"):
-            conn.exec_driver_sql(f"set local {setting} = off")
-        conn.exec_driver_sql("set local max_parallel_workers_per_gather = 0")
+        first, last = _extent(conn, ids) if ids else (None, None)
+    if first is None or last is None:
+        first = last = start
+    lo, hi = max(start, _day_floor(first)), min(end, last)
+    header = True
+    with engine.connect() as conn:
         # A month of one series is costed high enough for JIT, whose compile time
         # (seconds with optimisation) would all come before the first row.
         no_jit(conn)
+        conn.exec_driver_sql("set local max_parallel_workers_per_gather = 0")
         raw = driver_connection(conn)
-        with raw.cursor() as cur, cur.copy(query) as cp:
-            for chunk in cp:
-                yield bytes(chunk)
+        # Series by series, one UTC day at a time (a day of one series sorts in a few
+        # ms, in either form), so the first chunk comes at once and nothing piles up.
+        chunks: list[tuple[int | None, datetime, datetime]] = [
+            (sid, a, b) for sid in ids for a, b in _day_windows(lo, hi)
+        ] or [(None, start, start)]  # no rows: the header alone
+        for sid, a, b in chunks:
+            t, m = names.get(sid, (None, None)) if sid is not None else (None, None)
+            query = sql.SQL(
+                "copy (select {target}::text as target, {mode}::text as mode, " + cols + " "
+                "from connwatch_samples(array[{sid}]::integer[], {a}, {b}, {fo}) s "
+                "where true" + extra + " order by s.scheduled_at) "
+                "to stdout with (format csv" + (", header" if header else "") + ")"
+            ).format(
+                target=sql.Literal(t),
+                mode=sql.Literal(m),
+                sid=sql.Literal(sid),
+                a=sql.Literal(a),
+                b=sql.Literal(b),
+                fo=failed_only,
+                **lits,
+            )
+            header = False
+            with raw.cursor() as cur, cur.copy(query) as cp:
+                for chunk in cp:
+                    yield bytes(chunk)
+
+
+def _day_floor(t: datetime) -> datetime:
+    t = t.astimezone(UTC)
+    return t.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _day_windows(lo: datetime, hi: datetime) -> list[tuple[datetime, datetime]]:
+    out: list[tuple[datetime, datetime]] = []
+    a = lo
+    while a < hi:
+        b = min(hi, _day_floor(a) + timedelta(days=1))
+        out.append((a, b))
+        a = b
+    return out

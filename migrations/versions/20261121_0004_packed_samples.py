@@ -1,0 +1,145 @@
+"""Packed raw samples: closed days rewritten into one compressed row per series and hour.
+
+Revision ID: 0004
+Revises: 0003
+Create Date: 2026-11-21
+
+``samples_packed`` holds, per (series_id, hour), one array per sample column
+(TOAST-compressed), partitioned by UTC day like ``samples`` (``samples_packed_pYYYYMMDD``).
+``samples_packed_days`` lists the days that have been packed (the writer checks it
+before writing into an old day). ``connwatch_samples(ids, lo, hi, failed_only)``
+returns the raw samples of both forms in ``samples`` column order; every raw read
+goes through it. Layout and encoding: docs/store.md, "Bytes per sample".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from alembic import op
+
+revision: str = "0004"
+down_revision: str | None = "0003"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+# (column of samples, its element type in samples_packed); scheduled_at and started_at
+# are encoded (see below), the others are plain arrays in sample order.
+_ARRAYS: tuple[tuple[str, str], ...] = (
+    ("status", "text"),
+    ("total_ns", "bigint"),
+    ("logon_ns", "bigint"),
+    ("ping_ns", "bigint"),
+    ("query_ns", "bigint"),
+    ("logoff_ns", "bigint"),
+    ("commit_ns", "bigint"),
+    ("acquire_ns", "bigint"),
+    ("round_trips", "smallint"),
+    ("logon_phases", "jsonb"),
+    ("error_class", "text"),
+    ("error_code", "text"),
+    ("error_phase", "text"),
+    ("error_message", "text"),
+    ("sid", "integer"),
+    ("serial", "integer"),
+    ("instance", "text"),
+    ("service", "text"),
+    ("server_type", "text"),
+    ("agent", "text"),
+    ("site", "text"),
+    ("extra", "jsonb"),
+)
+
+_TABLE_SQL = (
+    """
+create table samples_packed (
+    series_id   integer     not null,
+    hour        timestamptz not null,
+    n           integer     not null,
+    n_not_ok    integer     not null,
+    at0_us      bigint      not null,
+    step_us     bigint      not null,
+    at_dev_us   bigint[]    not null,
+    start_us    bigint[]    not null,
+"""
+    + ",\n".join(f"    {c:<13} {t}[]" for c, t in _ARRAYS)
+    + """,
+    constraint pk_samples_packed primary key (series_id, hour)
+) partition by range (hour)
+"""
+)
+
+# sample i (1-based) of a row: scheduled_at = hour + at0_us + (i - 1) * step_us + at_dev_us[i]
+# microseconds; started_at = scheduled_at + start_us[i] microseconds.
+_UNPACK = (
+    "select x.* from (select p.series_id, "
+    "p.hour + (p.at0_us + (u.i - 1) * p.step_us + u.at_dev_us) * interval '1 microsecond' "
+    "as scheduled_at, "
+    "p.hour + (p.at0_us + (u.i - 1) * p.step_us + u.at_dev_us + u.start_us) "
+    "* interval '1 microsecond' as started_at, "
+    + ", ".join(f"u.{c}" for c, _ in _ARRAYS)
+    + " from samples_packed p cross join lateral unnest(p.at_dev_us, p.start_us, "
+    + ", ".join(f"p.{c}" for c, _ in _ARRAYS)
+    + ") with ordinality as u(at_dev_us, start_us, "
+    + ", ".join(c for c, _ in _ARRAYS)
+    + ", i) where p.series_id = any(ids) and p.hour > lo - interval '1 hour' and p.hour < hi "
+    "and (not failed_only or p.n_not_ok > 0)) x "
+    "where x.scheduled_at >= lo and x.scheduled_at < hi"
+)
+
+# A plain SQL, STABLE, non-STRICT function with one SELECT: the planner inlines it, so
+# the caller's filters reach both branches and partitions are pruned by lo/hi.
+_READ_SQL = f"""
+create or replace function connwatch_samples(
+    ids integer[], lo timestamptz, hi timestamptz, failed_only boolean default false
+) returns setof samples language sql stable as $$
+    select s.* from samples s
+    where s.series_id = any(ids) and s.scheduled_at >= lo and s.scheduled_at < hi
+    union all
+    {_UNPACK}
+$$
+"""
+
+_PARTITION_SQL = """
+create or replace function connwatch_ensure_packed_partition(d date)
+returns integer language plpgsql as $$
+declare
+    part text := 'samples_packed_p' || to_char(d, 'YYYYMMDD');
+begin
+    if to_regclass(part) is not null then
+        return 0;
+    end if;
+    execute format(
+        'create table if not exists %I partition of samples_packed '
+        'for values from (%L) to (%L)',
+        part, d::timestamp at time zone 'UTC', (d + 1)::timestamp at time zone 'UTC'
+    );
+    return 1;
+end $$
+"""
+
+
+def upgrade() -> None:
+    op.execute(_TABLE_SQL)
+    op.execute(
+        "create table samples_packed_days ("
+        "day date not null, packed_at timestamptz not null default now(), "
+        "samples bigint not null, constraint pk_samples_packed_days primary key (day))"
+    )
+    op.execute(_PARTITION_SQL)
+    op.execute(_READ_SQL)
+
+
+def downgrade() -> None:
+    # Unpack first: the (emptied) day partitions of samples still exist.
+    unpack = _UNPACK.replace(
+        "any(ids)", "any(array(select distinct series_id from samples_packed))"
+    ).replace("not failed_only", "true")
+    unpack = re.sub(r"\blo\b", "'-infinity'::timestamptz", unpack)
+    unpack = re.sub(r"\bhi\b", "'infinity'::timestamptz", unpack)
+    op.execute(f"insert into samples {unpack} on conflict do nothing")
+    op.execute("drop function connwatch_samples(integer[], timestamptz, timestamptz, boolean)")
+    op.execute("drop function connwatch_ensure_packed_partition(date)")
+    op.execute("drop table samples_packed_days")
+    op.execute("drop table samples_packed")
