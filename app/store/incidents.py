@@ -20,15 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import datetime, timedelta
 
-import numpy as np
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.samples import Sample
-from app.store.layout import HOUR, MINUTE, check_phase, no_jit
+from app.store.layout import HOUR, MINUTE, ORIGIN_SQL, check_phase, no_jit
 from app.store.resolution import ceil_to, check_range, floor_to, oldest
 from app.store.samples import samples_around
 
@@ -58,6 +56,34 @@ class Outage:
     samples: list[Sample] = field(default_factory=list)
 
 
+def _spikes_sql(phase: str, table: str) -> str:
+    """Candidate buckets of ``table`` joined to their baseline, in one statement.
+
+    The baseline of a bucket depends only on its series and UTC hour: the median
+    (``percentile_cont(0.5)``: the mean of the middle two for an even count) of the
+    1-hour p95s exactly 168, 336, ... hours earlier that have ``min_count`` samples.
+    It is computed once per (series, hour) of the candidates, then joined back.
+    """
+    p = phase
+    return (
+        f"with hb as materialized (select series_id, bucket as h, {p}_p95::float8 as p95 "
+        f"from rollup_1h where series_id = any(:ids) and bucket >= :bf and bucket < :b "
+        f"and {p}_n >= :mc), "
+        f"cand as materialized (select series_id, bucket, {p}_p95::float8 as p95, {p}_n as n, "
+        f"date_bin('1 hour', bucket, {ORIGIN_SQL}) as h from {table} "
+        f"where series_id = any(:ids) and bucket >= :a and bucket < :b and {p}_n >= :mc), "
+        "refs as (select x.series_id, x.h, percentile_cont(0.5) within group (order by y.p95) "
+        "as ref from (select distinct series_id, h from cand) x "
+        "cross join generate_series(1, :weeks) w "
+        "join hb y on y.series_id = x.series_id and y.h = x.h - w * interval '168 hours' "
+        "group by 1, 2 having count(*) >= 2) "
+        "select c.series_id, c.bucket, c.p95, r.ref, c.p95 / r.ref as factor, c.n "
+        "from cand c join refs r using (series_id, h) "
+        "where r.ref > 0 and c.p95 > :factor * r.ref "
+        "order by c.p95 / r.ref desc, c.bucket, c.series_id limit :lim"
+    )
+
+
 def spikes(
     conn: Connection,
     series_ids: Sequence[int],
@@ -80,54 +106,22 @@ def spikes(
     no_jit(conn)
     grain = MINUTE if end - start <= timedelta(days=2) else HOUR
     a, b = floor_to(start, grain.width), ceil_to(end, grain.width)
-    ids = list(series_ids)
-    # hour numbers since the epoch make "the same hour w weeks ago" plain arithmetic
-    rows_sql = (
-        "select series_id, extract(epoch from bucket)::bigint, "
-        "(extract(epoch from bucket)::bigint / 3600)::bigint, "
-        f"{phase}_p95, {phase}_n from {{table}} where series_id = any(:ids) "
-        f"and bucket >= :a and bucket < :b and {phase}_n >= :mc"
-    )
-    base_from = floor_to(a, HOUR.width) - weeks * WEEK
-    base_rows = conn.execute(
-        text(rows_sql.format(table="rollup_1h")),
-        {"ids": ids, "a": base_from, "b": b, "mc": min_count},
-    ).all()
-    if grain is HOUR:  # the candidates are the newest of the rows just read
-        a_epoch = a.timestamp()
-        cand: Sequence[Any] = [r for r in base_rows if r[1] >= a_epoch]
-    else:
-        cand = conn.execute(
-            text(rows_sql.format(table=grain.table)),
-            {"ids": ids, "a": a, "b": b, "mc": min_count},
-        ).all()
-    found: list[tuple[float, int, datetime, float, float, int]] = []
-    lags = 168 * np.arange(1, weeks + 1)
-    for sid in ids:
-        hb = np.array([(r[2], r[3]) for r in base_rows if r[0] == sid], dtype=np.float64)
-        mine = [r for r in cand if r[0] == sid]
-        if hb.size == 0 or not mine:
-            continue
-        h0 = int(hb[:, 0].min())
-        series_p95 = np.full(int(hb[:, 0].max()) - h0 + 1, np.nan)
-        series_p95[hb[:, 0].astype(np.int64) - h0] = hb[:, 1]
-        hours = np.array([r[2] for r in mine], dtype=np.int64) - h0
-        back = hours[:, None] - lags[None, :]
-        ok = (back >= 0) & (back < series_p95.size)
-        prior = np.where(ok, series_p95[np.clip(back, 0, series_p95.size - 1)], np.nan)
-        enough = (~np.isnan(prior)).sum(axis=1) >= 2
-        if not enough.any():
-            continue
-        ref = np.full(len(mine), np.nan)
-        ref[enough] = np.nanmedian(prior[enough], axis=1)
-        p95 = np.array([float(r[3]) for r in mine])
-        hit = enough & (ref > 0) & (p95 > factor * ref)
-        for j in np.nonzero(hit)[0]:
-            r = mine[int(j)]
-            at = datetime.fromtimestamp(r[1], UTC)
-            found.append((float(p95[j] / ref[j]), sid, at, float(p95[j]), float(ref[j]), r[4]))
-    found.sort(key=lambda x: (-x[0], x[2], x[1]))
-    found = found[:max_results]
+    found = [
+        (float(r[4]), r[0], r[1], float(r[2]), float(r[3]), int(r[5]))
+        for r in conn.execute(
+            text(_spikes_sql(phase, grain.table)),
+            {
+                "ids": list(series_ids),
+                "a": a,
+                "b": b,
+                "bf": floor_to(a, HOUR.width) - weeks * WEEK,
+                "mc": min_count,
+                "weeks": weeks,
+                "factor": factor,
+                "lim": max_results,
+            },
+        )
+    ]
     ctx = samples_around(
         conn, [(f[1], f[2] - context, f[2] + grain.width + context) for f in found], context_limit
     )
@@ -145,9 +139,9 @@ def _raw_outages(
     rows = conn.execute(
         text(
             "select f.series_id, f.scheduled_at, f.error_code, se.interval_ms "
-            "from samples f join series se on se.id = f.series_id "
-            "where f.series_id = any(:ids) and f.status <> 'ok' "
-            "and f.status in ('error', 'timeout') and f.scheduled_at >= :a and f.scheduled_at < :b "
+            "from connwatch_samples(cast(:ids as integer[]), :a, :b, true) f "
+            "join series se on se.id = f.series_id "
+            "where f.status <> 'ok' and f.status in ('error', 'timeout') "
             "order by f.series_id, f.scheduled_at"
         ),
         {"ids": ids, "a": a, "b": b},
