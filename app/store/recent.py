@@ -44,8 +44,8 @@ def activity(conn: Connection, series_ids: Sequence[int], now: datetime) -> dict
             "(count(*) filter (where scheduled_at >= :b5))::int, "
             "(count(*) filter (where scheduled_at >= :b5 and status = 'ok'))::int, "
             "count(*)::int, (count(*) filter (where status in ('error', 'timeout')))::int "
-            "from samples where series_id = any(:ids) and scheduled_at >= :b15 "
-            "and scheduled_at <= :now group by series_id"
+            "from connwatch_samples(cast(:ids as integer[]), :b15, "
+            ":now + interval '1 microsecond') group by series_id"
         ),
         {
             "ids": list(series_ids),
