@@ -46,8 +46,8 @@ def by_instance(
             f"select series_id, coalesce(instance, '(unknown)') as inst, "
             f"count({phase}_ns)::int as n, "
             f"percentile_disc(array[0.5, 0.95]) within group (order by {phase}_ns) as q "
-            "from samples where series_id = any(:ids) and scheduled_at >= :a "
-            f"and scheduled_at < :b and status = 'ok' and {phase}_ns is not null "
+            "from connwatch_samples(cast(:ids as integer[]), :a, :b) "
+            f"where status = 'ok' and {phase}_ns is not null "
             "group by 1, 2 order by 2"
         ),
         {"ids": list(owner), "a": start, "b": end},
