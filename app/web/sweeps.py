@@ -53,9 +53,9 @@ def latest_sweeps(
     if owner:
         rows = conn.execute(
             text(
-                "select distinct on (series_id) series_id, scheduled_at, extra from samples "
-                "where series_id = any(:ids) and scheduled_at >= :a and scheduled_at < :b "
-                "and extra ? 'levels' order by series_id, scheduled_at desc"
+                "select distinct on (series_id) series_id, scheduled_at, extra "
+                "from connwatch_samples(cast(:ids as integer[]), :a, :b) "
+                "where extra ? 'levels' order by series_id, scheduled_at desc"
             ),
             {"ids": list(owner), "a": start, "b": end},
         ).all()
