@@ -1,6 +1,7 @@
 """Partitions ahead of time, and retention by dropping whole partitions.
 
-Raw samples live in one partition per UTC day (``samples_pYYYYMMDD``), 1-minute and
+Raw samples live in one partition per UTC day (``samples_pYYYYMMDD``, and once a day
+is compacted ``samples_packed_pYYYYMMDD``, see :mod:`app.store.packed`), 1-minute and
 1-hour rollups in one partition per UTC month (``rollup_1m_pYYYYMM``,
 ``rollup_1h_pYYYYMM``). Retention drops a partition once all of it is older than
 the horizon; nothing is deleted row by row except from the small ``rollup_1d`` and
@@ -18,7 +19,7 @@ from datetime import UTC, date, datetime, timedelta
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-_SAMPLE_PART = re.compile(r"^samples_p(\d{8})$")
+_SAMPLE_PART = re.compile(r"^samples_(?:packed_)?p(\d{8})$")
 _ROLLUP_PART = re.compile(r"^(rollup_1m|rollup_1h)_p(\d{6})$")
 
 # Serialises partition DDL between concurrent writers and maintenance.
@@ -127,7 +128,8 @@ def apply_retention(
             {"cut": raw_cut},
         ).scalars()
     )
-    for name in partitions_of(conn, "samples"):
+    raw_parts = partitions_of(conn, "samples") + partitions_of(conn, "samples_packed")
+    for name in raw_parts:
         m = _SAMPLE_PART.match(name)
         if not m:
             continue
@@ -138,6 +140,13 @@ def apply_retention(
                 continue
             conn.execute(text(f'drop table "{name}"'))
             report.dropped.append(name)
+    conn.execute(
+        text(
+            "delete from samples_packed_days d where d.day + 1 <= cast(:cut as date) "
+            "and to_regclass('samples_packed_p' || to_char(d.day, 'YYYYMMDD')) is null"
+        ),
+        {"cut": raw_cut.date()},
+    )
     cuts = {
         "rollup_1m": now - timedelta(days=minute_days),
         "rollup_1h": now - timedelta(days=hour_days),

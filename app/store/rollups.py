@@ -51,18 +51,26 @@ class RollupReport:
     more_pending: bool = False
 
 
-def _upsert(conn: Connection, grain: Grain, select_sql: str, lo: datetime, hi: datetime) -> int:
-    res = conn.execute(text(_upsert_sql(grain, select_sql)), {"lo": lo, "hi": hi})
+def _upsert(
+    conn: Connection,
+    grain: Grain,
+    select_sql: str,
+    lo: datetime,
+    hi: datetime,
+    extra: dict[str, object] | None = None,
+) -> int:
+    res = conn.execute(text(_upsert_sql(grain, select_sql)), {"lo": lo, "hi": hi, **(extra or {})})
     return res.rowcount or 0
 
 
 def _minute_sql() -> str:
     # Bounds are plain parameters so the planner prunes partitions once, not per row.
+    # Raw samples of both forms (a backfill into a packed day reads its packed hours too).
     src = (
-        f"select s.series_id, d.bucket, {_RAW_COLS} from _cw_d1m d join samples s "
+        f"select s.series_id, d.bucket, {_RAW_COLS} from _cw_d1m d "
+        "join connwatch_samples(cast(:ids as integer[]), :lo, :hi) s "
         "on s.series_id = d.series_id "
-        f"and date_bin('1 minute', s.scheduled_at, {ORIGIN_SQL}) = d.bucket "
-        "where s.scheduled_at >= :lo and s.scheduled_at < :hi"
+        f"and date_bin('1 minute', s.scheduled_at, {ORIGIN_SQL}) = d.bucket"
     )
     return merged_sql(src, ["series_id", "bucket"], raw=True)
 
@@ -133,7 +141,8 @@ def roll_up_batch(conn: Connection, limit: int = 20000) -> tuple[int, int, int]:
         return (0, 0, 0)
     ensure_rollup_partitions(conn, lo.date(), hi.date())
     conn.execute(text("analyze _cw_d1m"))
-    minutes = _upsert(conn, MINUTE, _minute_sql(), lo, hi + timedelta(minutes=1))
+    ids = list(conn.execute(text("select distinct series_id from _cw_d1m")).scalars())
+    minutes = _upsert(conn, MINUTE, _minute_sql(), lo, hi + timedelta(minutes=1), {"ids": ids})
     conn.execute(
         text(
             "create temp table _cw_d1h on commit drop as select distinct series_id, "
@@ -216,9 +225,8 @@ def mark_dirty(
         text(
             "insert into rollup_dirty (series_id, bucket) "
             f"select distinct series_id, date_bin('1 minute', scheduled_at, {ORIGIN_SQL}) "
-            "from samples where scheduled_at >= :a and scheduled_at < :b "
-            "and (cast(:ids as integer[]) is null or series_id = any(cast(:ids as integer[]))) "
-            "on conflict do nothing"
+            "from connwatch_samples(coalesce(cast(:ids as integer[]), "
+            "array(select id from series)), :a, :b) on conflict do nothing"
         ),
         {"a": start, "b": end, "ids": series_ids},
     )
