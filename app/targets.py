@@ -44,6 +44,7 @@ from sqlalchemy.engine import Connection
 
 from app.credentials import Vault, is_reference
 from app.models import ORACLE_MODES, POSTGRES_MODES, modes, series, targets
+from app.probe_params import ParamError, connection_param_errors, probe_params
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, None: 1000}
@@ -94,6 +95,10 @@ class ProbeEntry(_Strict):
                 f"timeout ({format_duration_ms(self.timeout)}) must not exceed interval "
                 f"({format_duration_ms(self.interval)}): runs of a series never overlap"
             )
+        try:
+            probe_params(self.probe, self.params)
+        except ParamError as exc:
+            raise ValueError(f"params: {exc}") from None
         return self
 
 
@@ -156,6 +161,12 @@ class TargetEntry(_Strict):
             if m.name in names:
                 raise ValueError(f"modes[{i}].name: mode {m.name!r} listed twice")
             names.add(m.name)
+        for where, params in [("params", self.params)] + [
+            (f"modes[{i}].params", m.params) for i, m in enumerate(self.modes)
+        ]:
+            errors = connection_param_errors(self.kind, params, parse_duration_ms)
+            if errors:
+                raise ValueError(f"{where}: {'; '.join(errors)}")
         return self
 
 

@@ -76,6 +76,27 @@ BAD_FILES = [
         "targets:\n  - {name: a, kind: oracle, dsn: h/s, username: u, modes: [{name: dedicated}]}\n"
         "  - {name: a, kind: oracle, dsn: h/s, username: u, modes: [{name: dedicated}]}\n",
         "t.yaml: target #2 'a': name: target 'a' listed twice",
+    ),  # probe and connection params are checked on import, against the probes' own schema
+    (
+        "targets:\n  - {name: p, kind: oracle, dsn: h/s, username: u,\n"
+        "     modes: [{name: dedicated, probes: [{probe: connping, params: {wram: false}}]}]}\n",
+        "t.yaml: target #1 'p': modes[0].probes[0].params: probe 'connping': "
+        "unknown parameter(s) wram (known: warm)",
+    ),
+    (
+        "targets:\n  - {name: p, kind: oracle, dsn: h/s, username: u,\n"
+        "     modes: [{name: dedicated, probes: [{probe: sweep, params: {levels: [1, 64]}}]}]}\n",
+        "t.yaml: target #1 'p': modes[0].probes[0].params: parameter 'levels' must be within 1..32",
+    ),
+    (
+        "targets:\n  - {name: p, kind: oracle, dsn: h/s, username: u, params: {purity: sel},\n"
+        "     modes: [{name: pooled}]}\n",
+        "t.yaml: target #1 'p': params: parameter 'purity' must be one of default, new, self",
+    ),
+    (
+        "targets:\n  - {name: p, kind: postgres, dsn: h/d, username: u,\n"
+        "     modes: [{name: pgbouncer_session, params: {port: 99999, cclass: X}}]}\n",
+        "t.yaml: target #1 'p': modes[0].params: unknown postgres parameter 'cclass'",
     ),
 ]
 

@@ -31,6 +31,7 @@ from sqlalchemy.engine import Connection
 
 from app.config import Settings
 from app.credentials import SecretError, Vault, resolve_reference
+from app.probe_params import ORACLE_KEYS, POSTGRES_KEYS
 from app.probes.spec import (
     OracleEndpoint,
     OracleServerType,
@@ -46,20 +47,6 @@ class SpecError(ValueError):
     """A series cannot be turned into a probe; the message says what and where."""
 
 
-ORACLE_KEYS = frozenset(
-    {
-        "cclass",
-        "purity",
-        "pool_boundary",
-        "sdu",
-        "connect_timeout",
-        "wallet_location",
-        "wallet_password_ref",
-        "config_dir",
-        "tns_admin",
-    }
-)
-POSTGRES_KEYS = frozenset({"host", "port", "dbname", "connect_timeout", "sslmode", "options"})
 _PG_DSN = re.compile(r"^(?:postgres(?:ql)?://)?(\[[^\]]+\]|[^:/\s]+)(?::(\d+))?/([^/\s?]+)$")
 DEFAULT_SOCKET_DIR = "/var/run/postgresql"
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from app.drivers.base import RoundTripLog
+from app.probe_params import ParamError, probe_params
 from app.probes.spec import ProbeSpec
 
 Cleanup = Callable[[], Awaitable[None]]
@@ -140,25 +141,10 @@ class Probe(ABC):
         return out
 
 
-def param(
-    params: dict[str, Any], name: str, kind: type, default: Any, *, minimum: float | None = None
-) -> Any:
-    """Read one probe parameter with a clear error for a wrong type or range."""
-    value: Any = params.get(name, default)
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
-    if not ok:
-        raise ProbeConfigError(f"parameter {name!r} must be {kind.__name__}, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ProbeConfigError(f"parameter {name!r} must be >= {minimum}, got {value!r}")
-    return value
-
-
-def check_params(params: dict[str, Any], known: set[str], probe: str) -> None:
-    unknown = sorted(set(params) - known)
-    if unknown:
-        raise ProbeConfigError(
-            f"probe {probe!r}: unknown parameter(s) {', '.join(unknown)}"
-            f" (known: {', '.join(sorted(known)) or 'none'})"
-        )
+def checked_params(probe: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` of a ``probe`` checked against :mod:`app.probe_params` (defaults filled
+    in); :class:`ProbeConfigError` naming the parameter if one is wrong."""
+    try:
+        return probe_params(probe, params)
+    except ParamError as exc:
+        raise ProbeConfigError(str(exc)) from None

@@ -16,14 +16,14 @@ docs/probes.md. Parameters: ``table`` (default ``connwatch_probe``),
 
 from __future__ import annotations
 
-import re
 import time
 
-from app.probes.base import Probe, ProbeConfigError, ProbeContext, check_params, param
+from app.probe_params import COMMIT_TABLE
+from app.probes.base import Probe, ProbeContext, checked_params
 from app.probes.logon import Logon, record_info, timed_logon
 from app.probes.spec import ProbeSpec
 
-DEFAULT_TABLE = "connwatch_probe"
+DEFAULT_TABLE = COMMIT_TABLE
 
 ORACLE_SETUP_SQL = """\
 -- as a DBA: the probe user owns its scratch table and can do nothing else
@@ -48,22 +48,17 @@ create index connwatch_probe_ix on connwatch_probe (probe_id, at);
 grant select, insert, delete on connwatch_probe to connwatch;
 """
 
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_$#]{0,127}(\.[A-Za-z_][A-Za-z0-9_$#]{0,127})?$")
-
 
 class CommitProbe(Probe):
     name = "commit"
 
     def __init__(self, spec: ProbeSpec) -> None:
         super().__init__(spec)
-        p = spec.params
-        check_params(p, {"table", "probe_id", "purge_every", "keep_seconds"}, self.name)
-        self.table: str = param(p, "table", str, DEFAULT_TABLE)
-        if not _IDENT.match(self.table):
-            raise ProbeConfigError(f"parameter 'table' is not a plain table name: {self.table!r}")
-        self.probe_id: str = param(p, "probe_id", str, "connwatch")
-        self.purge_every: int = param(p, "purge_every", int, 100, minimum=1)
-        self.keep_seconds: int = param(p, "keep_seconds", int, 3600, minimum=0)
+        p = checked_params(self.name, spec.params)
+        self.table: str = p["table"]
+        self.probe_id: str = p["probe_id"]
+        self.purge_every: int = p["purge_every"]
+        self.keep_seconds: int = p["keep_seconds"]
         self._logon: Logon | None = None
         self._lost = False
         self._runs = 0

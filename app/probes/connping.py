@@ -19,7 +19,7 @@ Parameters: ``warm`` (bool, default true) turns steps 3 and 4's warm-ups off.
 
 from __future__ import annotations
 
-from app.probes.base import Probe, ProbeContext, check_params, param
+from app.probes.base import Probe, ProbeContext, checked_params
 from app.probes.logon import record_info, timed_logoff, timed_logon
 from app.probes.spec import ProbeSpec
 
@@ -29,8 +29,8 @@ class ConnPing(Probe):
 
     def __init__(self, spec: ProbeSpec) -> None:
         super().__init__(spec)
-        check_params(spec.params, {"warm"}, self.name)
-        self.warm: bool = param(spec.params, "warm", bool, True)
+        p = checked_params(self.name, spec.params)
+        self.warm: bool = p["warm"]
 
     async def run(self, ctx: ProbeContext) -> None:
         logon = await timed_logon(ctx, self.spec.endpoint)

@@ -32,7 +32,7 @@ from typing import Any
 import oracledb
 
 from app.drivers import oracle
-from app.probes.base import Probe, ProbeConfigError, ProbeContext, check_params, param
+from app.probes.base import Probe, ProbeConfigError, ProbeContext, checked_params
 from app.probes.spec import OracleEndpoint, ProbeSpec
 
 _PING_INTERVAL = {"foreground": 0, "background": -1}
@@ -49,18 +49,11 @@ class PoolAcquire(Probe):
                 " endpoint (for PostgreSQL compare the pgbouncer routes instead)"
             )
         self.endpoint: OracleEndpoint = spec.endpoint
-        p = spec.params
-        check_params(p, {"validation", "min", "max", "increment"}, self.name)
-        self.validation: str = param(p, "validation", str, "foreground")
-        if self.validation not in _PING_INTERVAL:
-            raise ProbeConfigError(
-                f"parameter 'validation' must be foreground or background, got {self.validation!r}"
-            )
-        self.min: int = param(p, "min", int, 1, minimum=0)
-        self.max: int = param(p, "max", int, 2, minimum=1)
-        self.increment: int = param(p, "increment", int, 1, minimum=1)
-        if self.max < self.min:
-            raise ProbeConfigError(f"parameter 'max' ({self.max}) is below 'min' ({self.min})")
+        p = checked_params(self.name, spec.params)
+        self.validation: str = p["validation"]
+        self.min: int = p["min"]
+        self.max: int = p["max"]
+        self.increment: int = p["increment"]
         self._pool: oracledb.AsyncConnectionPool | None = None
 
     def settings(self) -> dict[str, Any]:

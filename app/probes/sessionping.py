@@ -14,7 +14,7 @@ Parameters: ``warm`` (bool, default true), ``query`` (bool, default true; the
 from __future__ import annotations
 
 from app.drivers.base import SessionInfo
-from app.probes.base import Probe, ProbeContext, check_params, param
+from app.probes.base import Probe, ProbeContext, checked_params
 from app.probes.logon import Logon, record_info, timed_logon
 from app.probes.spec import ProbeSpec
 
@@ -24,9 +24,9 @@ class SessionPing(Probe):
 
     def __init__(self, spec: ProbeSpec) -> None:
         super().__init__(spec)
-        check_params(spec.params, {"warm", "query"}, self.name)
-        self.warm: bool = param(spec.params, "warm", bool, True)
-        self.query: bool = param(spec.params, "query", bool, True)
+        p = checked_params(self.name, spec.params)
+        self.warm: bool = p["warm"]
+        self.query: bool = p["query"]
         self._logon: Logon | None = None
         self._info: SessionInfo | None = None
         self._lost = False

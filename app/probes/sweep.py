@@ -31,12 +31,13 @@ from typing import Any
 
 from app.drivers.base import RoundTripLog, logon_phases
 from app.drivers.connect import open_session
-from app.probes.base import Probe, ProbeConfigError, ProbeContext, check_params, param
+from app.probe_params import SWEEP_MAX_LEVEL, SWEEP_MAX_TOTAL_LOGONS
+from app.probes.base import Probe, ProbeConfigError, ProbeContext, checked_params
 from app.probes.errors import ClassifiedError, ClassifiedException, classify
 from app.probes.spec import OracleEndpoint, ProbeSpec
 
-MAX_LEVEL = 32
-MAX_TOTAL_LOGONS = 5000
+MAX_LEVEL = SWEEP_MAX_LEVEL
+MAX_TOTAL_LOGONS = SWEEP_MAX_TOTAL_LOGONS
 _ACTIVE: set[str] = set()
 
 
@@ -65,25 +66,10 @@ class Sweep(Probe):
 
     def __init__(self, spec: ProbeSpec) -> None:
         super().__init__(spec)
-        p = spec.params
-        check_params(p, {"levels", "logons", "pause_s"}, self.name)
-        levels = p.get("levels", [1, 2, 4])
-        if (
-            not isinstance(levels, list)
-            or not levels
-            or not all(isinstance(v, int) and not isinstance(v, bool) for v in levels)
-        ):
-            raise ProbeConfigError(f"parameter 'levels' must be a list of ints, got {levels!r}")
-        if any(v < 1 or v > MAX_LEVEL for v in levels):
-            raise ProbeConfigError(f"parameter 'levels' must be within 1..{MAX_LEVEL}")
-        self.levels: list[int] = levels
-        self.logons: int = param(p, "logons", int, 20, minimum=1)
-        self.pause_s: float = param(p, "pause_s", float, 0.0, minimum=0.0)
-        total = sum(self.levels) * self.logons
-        if total > MAX_TOTAL_LOGONS:
-            raise ProbeConfigError(
-                f"sweep would make {total} logons (> {MAX_TOTAL_LOGONS}); lower levels or logons"
-            )
+        p = checked_params(self.name, spec.params)
+        self.levels: list[int] = p["levels"]
+        self.logons: int = p["logons"]
+        self.pause_s: float = p["pause_s"]
         self.progress: Any = None  # optional callable(done, total) for the command's bar
 
     async def _loop(self, ctx: ProbeContext, out: dict[str, Any], first: bool) -> None:
