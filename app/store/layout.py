@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import timedelta
 from typing import Any
 
 import psycopg
 from sqlalchemy.engine import Connection
+
+from app.samples import Sample
 
 # Timing phases kept in rollups (``<phase>_ns`` in samples). ``total`` first.
 PHASES: tuple[str, ...] = ("total", "logon", "ping", "query", "logoff", "commit", "acquire")
@@ -21,33 +23,9 @@ COUNT_COLUMNS: tuple[str, ...] = ("n", "n_ok", "n_error", "n_timeout", "n_skippe
 ERROR_COLUMNS: tuple[str, ...] = ("err_class", "err_code")
 
 # The columns of ``samples`` in table order, and their PostgreSQL types (for binary COPY).
-COLUMNS: tuple[str, ...] = (
-    "series_id",
-    "scheduled_at",
-    "started_at",
-    "status",
-    "total_ns",
-    "logon_ns",
-    "ping_ns",
-    "query_ns",
-    "logoff_ns",
-    "commit_ns",
-    "acquire_ns",
-    "round_trips",
-    "logon_phases",
-    "error_class",
-    "error_code",
-    "error_phase",
-    "error_message",
-    "sid",
-    "serial",
-    "instance",
-    "service",
-    "server_type",
-    "agent",
-    "site",
-    "extra",
-)
+# ``row_to_sample`` builds a Sample from a row positionally, so the table's column
+# order is the dataclass's field order (tests/store/test_layout.py checks the table).
+COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Sample))
 SAMPLE_TYPES: tuple[str, ...] = (
     "int4",
     "timestamptz",
