@@ -1,39 +1,82 @@
 """Raw samples in: the idempotent batch writer.
 
-Rows are COPYed (binary) into a session-local staging table, then moved with
-``INSERT ... ON CONFLICT DO NOTHING`` in one statement that also queues the touched
-(series, minute) pairs for the rollups. The key is (series_id, scheduled_at), so
-writing a batch twice (a retry, a spool replay, an overlapping import) stores each
-sample once. Missing daily partitions are created first. The writer runs in the
-caller's transaction: use ``with engine.begin() as conn``.
+The key of ``samples`` is (series_id, scheduled_at), so writing a batch twice (a
+retry, a spool replay, an overlapping import) must store each sample once. Most
+batches are new, so the writer first tries the fast path:
+
+1. binary ``COPY`` straight into ``samples`` inside a savepoint, then
+2. queue the batch's distinct (series, minute) pairs for the rollups with one
+   ``unnest`` statement (the pairs are computed here, from the batch).
+
+Only if the COPY hits a duplicate key does it roll back to the savepoint and take
+the merge path: COPY into a session-local staging table, then ``INSERT ... ON
+CONFLICT DO NOTHING`` in one statement that also queues the pairs of the rows it
+really inserted. Either way the function returns how many samples were new.
+
+Daily partitions are created for days this process has not seen yet (and again if
+retention dropped one meanwhile: the COPY then fails with "no partition", which
+clears the memory and retries once). The writer runs in the caller's transaction:
+use ``with engine.begin() as conn``.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
-from datetime import UTC, date
+import threading
+from collections.abc import Iterable, Sequence
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import psycopg
+from psycopg import errors as pg_errors
 from psycopg import sql
-from psycopg.types.json import Jsonb
 from sqlalchemy.engine import Connection
 
 from app.samples import Sample
 from app.store.layout import COLUMNS, ORIGIN_SQL, SAMPLE_TYPES, driver_connection
 from app.store.partitions import ensure_sample_days
 
-_get = operator.attrgetter(*COLUMNS)
-_JSON_COLS = (COLUMNS.index("logon_phases"), COLUMNS.index("extra"))
+# A row for binary COPY is the sample's fields in table order, as they are: with the
+# types set on the COPY, psycopg dumps str enums as text and dicts as jsonb itself.
+_row = operator.attrgetter(*COLUMNS)
+_TYPES = list(SAMPLE_TYPES)
+_COLUMN_LIST = sql.SQL(", ").join(sql.Identifier(c) for c in COLUMNS)
+_COPY_SAMPLES = sql.SQL("copy samples ({}) from stdin (format binary)").format(_COLUMN_LIST)
+_COPY_STAGE = sql.SQL("copy _cw_stage ({}) from stdin (format binary)").format(_COLUMN_LIST)
+
+# Rollup buckets are ``date_bin('1 minute', scheduled_at, ORIGIN)``. ORIGIN is a whole
+# number of minutes after the Unix epoch, so that bucket is the scheduled instant
+# floored to its minute: minute number m = (t - epoch) // 1 minute, bucket = epoch + m.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EPOCH_DAY = _EPOCH.date()
+_MINUTE = timedelta(minutes=1)
+_MINUTES_PER_DAY = 1440
+
+_MARK_DIRTY = (
+    "insert into rollup_dirty (series_id, bucket) "
+    "select s, timestamptz '1970-01-01 00:00:00+00' + m * interval '1 minute' "
+    "from unnest(cast(%s as int4[]), cast(%s as int8[])) as p(s, m) "
+    # DO UPDATE (a no-op) locks an existing pair until this transaction ends, so a
+    # rollup pass cannot take and clear it before these samples are visible.
+    "on conflict (bucket, series_id) do update set bucket = excluded.bucket"
+)
+_MERGE_STAGE = (
+    "with ins as (insert into samples select * from _cw_stage "
+    "on conflict do nothing returning series_id, scheduled_at), "
+    "d as (insert into rollup_dirty (series_id, bucket) "
+    f"select distinct series_id, date_bin('1 minute', scheduled_at, {ORIGIN_SQL}) "
+    # Same lock as in _MARK_DIRTY, for the pairs of the rows really inserted.
+    "from ins order by 2, 1 "
+    "on conflict (bucket, series_id) do update set bucket = excluded.bucket) "
+    "select count(*) from ins"
+)
 
 
 class SampleWriteError(ValueError):
     """A sample in a batch cannot be stored; the message names it."""
 
 
-def _validate(samples: Sequence[Sample]) -> set[date]:
-    days: set[date] = set()
+def _validate(samples: Sequence[Sample]) -> None:
     for n, s in enumerate(samples):
         if s.series_id is None:
             raise SampleWriteError(f"sample #{n} has no series_id")
@@ -41,21 +84,117 @@ def _validate(samples: Sequence[Sample]) -> set[date]:
             raise SampleWriteError(
                 f"sample #{n} (series {s.series_id}) has a naive timestamp; use UTC-aware ones"
             )
-        days.add(s.scheduled_at.astimezone(UTC).date())
-    return days
 
 
-def _ensure_stage(raw: psycopg.Connection[Any]) -> None:
+def minute_pairs(samples: Iterable[Sample]) -> list[tuple[int, int]]:
+    """The distinct (minute number, series_id) pairs of ``samples``, sorted.
+
+    Minute number m stands for the rollup bucket ``epoch + m minutes``, which equals
+    ``date_bin('1 minute', scheduled_at, ORIGIN)``. Sorted in the order of the
+    ``rollup_dirty`` key, so concurrent writers lock shared pairs in the same order.
+    """
+    epoch, minute = _EPOCH, _MINUTE
+    return sorted({((s.scheduled_at - epoch) // minute, s.series_id or 0) for s in samples})
+
+
+def _dbkey(raw: psycopg.Connection[Any]) -> tuple[str, int, str]:
+    info = raw.info
+    return (info.host, info.port, info.dbname)
+
+
+class _KnownDays:
+    """Days whose sample partition this process has seen, per database."""
+
+    def __init__(self) -> None:
+        self._days: dict[tuple[str, int, str], set[int]] = {}
+        self._lock = threading.Lock()
+
+    def missing(self, key: tuple[str, int, str], days: set[int]) -> set[int]:
+        with self._lock:
+            return days - self._days.get(key, set())
+
+    def add(self, key: tuple[str, int, str], days: set[int]) -> None:
+        with self._lock:
+            self._days.setdefault(key, set()).update(days)
+
+    def forget(self, key: tuple[str, int, str]) -> None:
+        with self._lock:
+            self._days.pop(key, None)
+
+
+_known_days = _KnownDays()
+
+
+def _ensure_days(conn: Connection | psycopg.Connection[Any], days: set[int]) -> None:
+    """Create the partitions of these days (numbers since the epoch) unless known."""
+    key = _dbkey(driver_connection(conn))
+    todo = _known_days.missing(key, days)
+    if not todo:
+        return
+    dates: list[date] = sorted(_EPOCH_DAY + timedelta(days=d) for d in todo)
+    if isinstance(conn, Connection):
+        ensure_sample_days(conn, dates)
+    else:
+        with conn.cursor() as cur:
+            for d in dates:
+                cur.execute("select connwatch_ensure_sample_partitions(%s, %s)", (d, d))
+    # Known from now on; if this transaction rolls back or retention drops a day, the
+    # COPY finds no partition and _copy_direct forgets and retries.
+    _known_days.add(key, todo)
+
+
+def _copy_rows(cur: psycopg.Cursor[Any], stmt: sql.Composed, samples: Sequence[Sample]) -> None:
+    with cur.copy(stmt) as cp:
+        cp.set_types(_TYPES)
+        write = cp.write_row
+        for s in samples:
+            write(_row(s))
+
+
+def _copy_direct(raw: psycopg.Connection[Any], samples: Sequence[Sample]) -> bool:
+    """COPY straight into ``samples`` in a savepoint; False (rolled back) on a duplicate."""
     with raw.cursor() as cur:
-        cur.execute("select to_regclass('pg_temp._cw_stage')")
-        row = cur.fetchone()
-        if row is None or row[0] is None:
-            cur.execute(
-                "create temp table _cw_stage (like samples including defaults) "
-                "on commit delete rows"
-            )
-        else:
-            cur.execute("truncate _cw_stage")
+        cur.execute("savepoint _cw_copy")
+        try:
+            _copy_rows(cur, _COPY_SAMPLES, samples)
+        except pg_errors.UniqueViolation:
+            cur.execute("rollback to savepoint _cw_copy")
+            return False
+        cur.execute("release savepoint _cw_copy")
+    return True
+
+
+def _no_partition(exc: psycopg.Error) -> bool:
+    return isinstance(exc, pg_errors.CheckViolation) and "no partition" in str(exc)
+
+
+def _ensure_stage(cur: psycopg.Cursor[Any]) -> None:
+    cur.execute("select to_regclass('pg_temp._cw_stage')")
+    row = cur.fetchone()
+    if row is None or row[0] is None:
+        cur.execute(
+            "create temp table _cw_stage (like samples including defaults) on commit delete rows"
+        )
+    else:
+        cur.execute("truncate _cw_stage")
+
+
+def _merge(raw: psycopg.Connection[Any], samples: Sequence[Sample]) -> int:
+    """Staging table, then ``INSERT .. ON CONFLICT DO NOTHING``; returns the new rows."""
+    with raw.cursor() as cur:
+        _ensure_stage(cur)
+        _copy_rows(cur, _COPY_STAGE, samples)
+        cur.execute(_MERGE_STAGE)
+        got = cur.fetchone()
+        cur.execute("truncate _cw_stage")
+    return int(got[0]) if got else 0
+
+
+def _mark_dirty(raw: psycopg.Connection[Any], pairs: list[tuple[int, int]]) -> None:
+    # Arrays travel as text literals: psycopg's list dumping costs ~10 us per element.
+    minutes = "{" + ",".join([str(m) for m, _ in pairs]) + "}"
+    series = "{" + ",".join([str(s) for _, s in pairs]) + "}"
+    raw.execute(_MARK_DIRTY, (series, minutes))
 
 
 def write_samples(conn: Connection | psycopg.Connection[Any], samples: Sequence[Sample]) -> int:
@@ -67,41 +206,22 @@ def write_samples(conn: Connection | psycopg.Connection[Any], samples: Sequence[
     """
     if not samples:
         return 0
-    days = _validate(samples)
-    if isinstance(conn, Connection):
-        ensure_sample_days(conn, days)
-    else:
-        with conn.cursor() as cur:
-            for d in sorted(days):
-                cur.execute("select connwatch_ensure_sample_partitions(%s, %s)", (d, d))
+    _validate(samples)
+    pairs = minute_pairs(samples)
     raw = driver_connection(conn)
-    _ensure_stage(raw)
-    with raw.cursor() as cur:
-        copy_sql = sql.SQL("copy _cw_stage ({}) from stdin (format binary)").format(
-            sql.SQL(", ").join(sql.Identifier(c) for c in COLUMNS)
-        )
-        with cur.copy(copy_sql) as cp:
-            cp.set_types(list(SAMPLE_TYPES))
-            for s in samples:
-                row = list(_get(s))
-                for j in _JSON_COLS:
-                    if row[j] is not None:
-                        row[j] = Jsonb(row[j])
-                if row[3] is not None:
-                    row[3] = str(row[3])
-                if row[13] is not None:
-                    row[13] = str(row[13])
-                cp.write_row(row)
-        cur.execute(
-            "with ins as (insert into samples select * from _cw_stage "
-            "on conflict do nothing returning series_id, scheduled_at), "
-            "d as (insert into rollup_dirty (series_id, bucket) "
-            f"select distinct series_id, date_bin('1 minute', scheduled_at, {ORIGIN_SQL}) "
-            # DO UPDATE (a no-op) locks an existing pair until this transaction ends, so a
-            # rollup pass cannot take and clear it before these samples are visible.
-            "from ins on conflict (bucket, series_id) do update set bucket = excluded.bucket) "
-            "select count(*) from ins"
-        )
-        got = cur.fetchone()
-        cur.execute("truncate _cw_stage")
-    return int(got[0]) if got else 0
+    _ensure_days(conn, {m // _MINUTES_PER_DAY for m, _ in pairs})
+    try:
+        direct = _copy_direct(raw, samples)
+    except psycopg.Error as exc:
+        if not _no_partition(exc):
+            raise
+        # A day this process knew was dropped (retention) or never committed: forget
+        # what we know of this database, create the days, try once more.
+        raw.execute("rollback to savepoint _cw_copy")
+        _known_days.forget(_dbkey(raw))
+        _ensure_days(conn, {m // _MINUTES_PER_DAY for m, _ in pairs})
+        direct = _copy_direct(raw, samples)
+    if not direct:
+        return _merge(raw, samples)
+    _mark_dirty(raw, pairs)
+    return len(samples)
