@@ -38,9 +38,9 @@ def maintain(
     rollup_budget_s: float = 5.0,
     compact: bool = True,
 ) -> MaintenanceReport:
-    """Create partitions ahead, roll up what was written since last time, compact the
-    oldest closed day due (``compact_after_days``; only when no rollup is pending), apply
-    retention.
+    """Create partitions ahead, roll up what was written since last time, apply retention,
+    then compact the oldest closed day due (``compact_after_days``; only when no rollup
+    is pending).
 
     ``rollup_budget_s`` bounds the rollup work per call; after an outage or a big
     import the backlog is worked off over successive calls
@@ -52,10 +52,6 @@ def maintain(
     with engine.begin() as conn:
         report.partitions_created = ensure_partitions(conn, settings.partition_days_ahead, now=now)
     report.rollup = roll_up_pending(engine, budget_s=rollup_budget_s)
-    if compact and not report.rollup.more_pending:
-        report.compacted = compact_pending(
-            engine, after_days=settings.compact_after_days, now=now, max_days=1
-        )
     with engine.begin() as conn:
         report.retention = apply_retention(
             conn,
@@ -63,5 +59,9 @@ def maintain(
             minute_days=settings.retention_1m_days,
             hour_days=settings.retention_1h_days,
             now=now,
+        )
+    if compact and not report.rollup.more_pending:
+        report.compacted = compact_pending(
+            engine, after_days=settings.compact_after_days, now=now, max_days=1
         )
     return report

@@ -68,7 +68,7 @@ def _minute_sql() -> str:
     # Raw samples of both forms (a backfill into a packed day reads its packed hours too).
     src = (
         f"select s.series_id, d.bucket, {_RAW_COLS} from _cw_d1m d "
-        "join connwatch_samples(cast(:ids as integer[]), :lo, :hi) s "
+        "join connwatch_sample_timings(cast(:ids as integer[]), :lo, :hi) s "
         "on s.series_id = d.series_id "
         f"and date_bin('1 minute', s.scheduled_at, {ORIGIN_SQL}) = d.bucket"
     )

@@ -9,7 +9,9 @@ Create Date: 2026-11-21
 ``samples_packed_days`` lists the days that have been packed (the writer checks it
 before writing into an old day). ``connwatch_samples(ids, lo, hi, failed_only)``
 returns the raw samples of both forms in ``samples`` column order; every raw read
-goes through it. Layout and encoding: docs/store.md, "Bytes per sample".
+goes through it, or through ``connwatch_sample_timings`` (same arguments; only the
+key, status, error class/code and timings, so fewer arrays are unpacked).
+Layout and encoding: docs/store.md, "Bytes per sample".
 """
 
 from __future__ import annotations
@@ -70,25 +72,55 @@ create table samples_packed (
 """
 )
 
-# sample i (1-based) of a row: scheduled_at = hour + at0_us + (i - 1) * step_us + at_dev_us[i]
-# microseconds; started_at = scheduled_at + start_us[i] microseconds.
-_UNPACK = (
-    "select x.* from (select p.series_id, "
-    "p.hour + (p.at0_us + (u.i - 1) * p.step_us + u.at_dev_us) * interval '1 microsecond' "
-    "as scheduled_at, "
-    "p.hour + (p.at0_us + (u.i - 1) * p.step_us + u.at_dev_us + u.start_us) "
-    "* interval '1 microsecond' as started_at, "
-    + ", ".join(f"u.{c}" for c, _ in _ARRAYS)
-    + " from samples_packed p cross join lateral unnest(p.at_dev_us, p.start_us, "
-    + ", ".join(f"p.{c}" for c, _ in _ARRAYS)
-    + ") with ordinality as u(at_dev_us, start_us, "
-    + ", ".join(c for c, _ in _ARRAYS)
-    + ", i) where p.series_id = any(ids) and p.hour > lo - interval '1 hour' and p.hour < hi "
-    "and (not failed_only or p.n_not_ok > 0)) x "
-    "where x.scheduled_at >= lo and x.scheduled_at < hi"
+# Columns of connwatch_sample_timings(): what rollups, charts and outages read.
+_TIMING_COLUMNS: tuple[str, ...] = (
+    "status",
+    "error_class",
+    "error_code",
+    "total_ns",
+    "logon_ns",
+    "ping_ns",
+    "query_ns",
+    "logoff_ns",
+    "commit_ns",
+    "acquire_ns",
 )
 
-# A plain SQL, STABLE, non-STRICT function with one SELECT: the planner inlines it, so
+
+def _unpack(arrays: Sequence[str], started: bool) -> str:
+    """SELECT of the packed samples of ``ids`` in [lo, hi): series_id, scheduled_at,
+    started_at (if ``started``), then ``arrays``. Sample i (1-based) of a row is due at
+    hour + at0_us + (i - 1) * step_us + at_dev_us[i] microseconds and started
+    start_us[i] microseconds after that."""
+    at = "p.at0_us + (u.i - 1) * p.step_us + u.at_dev_us"
+    unnested = ["at_dev_us", *(["start_us"] if started else []), *arrays]
+    return (
+        "select x.series_id, x.scheduled_at, "
+        + ("x.started_at, " if started else "")
+        + ", ".join(f"x.{c}" for c in arrays)
+        + " from (select p.hour as hour_, p.series_id, "
+        f"p.hour + ({at}) * interval '1 microsecond' as scheduled_at, "
+        + (
+            f"p.hour + ({at} + u.start_us) * interval '1 microsecond' as started_at, "
+            if started
+            else ""
+        )
+        + ", ".join(f"u.{c}" for c in arrays)
+        + " from samples_packed p cross join lateral unnest("
+        + ", ".join(f"p.{c}" for c in unnested)
+        + ") with ordinality as u("
+        + ", ".join(unnested)
+        + ", i) where p.series_id = any(ids) and p.hour > lo - interval '1 hour' and p.hour < hi "
+        "and (not failed_only or p.n_not_ok > 0)) x "
+        # only the hours cut by lo or hi need each sample's time compared
+        "where (x.hour_ >= lo and x.hour_ <= hi - interval '1 hour') "
+        "or (x.scheduled_at >= lo and x.scheduled_at < hi)"
+    )
+
+
+_UNPACK = _unpack([c for c, _ in _ARRAYS], started=True)
+
+# Plain SQL, STABLE, non-STRICT functions with one SELECT: the planner inlines them, so
 # the caller's filters reach both branches and partitions are pruned by lo/hi.
 _READ_SQL = f"""
 create or replace function connwatch_samples(
@@ -98,6 +130,22 @@ create or replace function connwatch_samples(
     where s.series_id = any(ids) and s.scheduled_at >= lo and s.scheduled_at < hi
     union all
     {_UNPACK}
+$$
+"""
+
+_TIMINGS_SQL = f"""
+create or replace function connwatch_sample_timings(
+    ids integer[], lo timestamptz, hi timestamptz, failed_only boolean default false
+) returns table (
+    series_id integer, scheduled_at timestamptz, status text, error_class text,
+    error_code text, total_ns bigint, logon_ns bigint, ping_ns bigint, query_ns bigint,
+    logoff_ns bigint, commit_ns bigint, acquire_ns bigint
+) language sql stable as $$
+    select s.series_id, s.scheduled_at, {", ".join(f"s.{c}" for c in _TIMING_COLUMNS)}
+    from samples s
+    where s.series_id = any(ids) and s.scheduled_at >= lo and s.scheduled_at < hi
+    union all
+    {_unpack(_TIMING_COLUMNS, started=False)}
 $$
 """
 
@@ -129,6 +177,7 @@ def upgrade() -> None:
     )
     op.execute(_PARTITION_SQL)
     op.execute(_READ_SQL)
+    op.execute(_TIMINGS_SQL)
 
 
 def downgrade() -> None:
