@@ -83,7 +83,7 @@ def _raw_sql(phase: str, *, whole: bool = False) -> str:
         f"(count({phase}_ns) {ok})::int, min({phase}_ns) {ok}, "
         f"percentile_disc(array[0.05, 0.5, 0.95, 0.99]) within group (order by {phase}_ns) {ok}, "
         f"max({phase}_ns) {ok}, avg({phase}_ns) {ok} "
-        "from connwatch_samples(cast(:ids as integer[]), :a, :b) "
+        "from connwatch_sample_timings(cast(:ids as integer[]), :a, :b) "
         f"group by {keys} order by {keys}"
     )
 
