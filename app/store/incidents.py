@@ -20,13 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.samples import Sample
-from app.store.layout import HOUR, MINUTE, ORIGIN_SQL, check_phase, no_jit
+from app.store.layout import HOUR, MINUTE, check_phase, no_jit
 from app.store.resolution import ceil_to, check_range, floor_to, oldest
 from app.store.samples import samples_around
 
@@ -56,32 +59,84 @@ class Outage:
     samples: list[Sample] = field(default_factory=list)
 
 
-def _spikes_sql(phase: str, table: str) -> str:
-    """Candidate buckets of ``table`` joined to their baseline, in one statement.
+_DTYPES = (">i4", ">i8", ">f4", ">i4")  # series, time, p95 (stored real), n
 
-    The baseline of a bucket depends only on its series and UTC hour: the median
-    (``percentile_cont(0.5)``: the mean of the middle two for an even count) of the
-    1-hour p95s exactly 168, 336, ... hours earlier that have ``min_count`` samples.
-    It is computed once per (series, hour) of the candidates, then joined back.
+
+def _columns(conn: Connection, sql: str, params: dict[str, Any]) -> list[npt.NDArray[Any]]:
+    """The four binary columns of :func:`_p95_sql` as numpy arrays (empty when none)."""
+    row = conn.execute(text(sql), params).one()
+    return [
+        np.frombuffer(bytes(v), dtype=d).astype(np.float64 if d == ">f4" else np.int64)
+        if v
+        else np.zeros(0, dtype=np.int64)
+        for v, d in zip(row, _DTYPES, strict=True)
+    ]
+
+
+def _p95_sql(phase: str, table: str, *, epoch: bool) -> str:
+    """A grain's rows with enough timed samples as four packed binary columns.
+
+    Series, time (hours since the epoch, or seconds when ``epoch``), p95 (the stored
+    ``real``) and n, each the concatenation of its values' binary send form: one row
+    whose bytes numpy reads in place, instead of a row (or a text number) per bucket.
     """
-    p = phase
+    t = "extract(epoch from bucket)::bigint" + ("" if epoch else " / 3600")
     return (
-        f"with hb as materialized (select series_id, bucket as h, {p}_p95::float8 as p95 "
-        f"from rollup_1h where series_id = any(:ids) and bucket >= :bf and bucket < :b "
-        f"and {p}_n >= :mc), "
-        f"cand as materialized (select series_id, bucket, {p}_p95::float8 as p95, {p}_n as n, "
-        f"date_bin('1 hour', bucket, {ORIGIN_SQL}) as h from {table} "
-        f"where series_id = any(:ids) and bucket >= :a and bucket < :b and {p}_n >= :mc), "
-        "refs as (select x.series_id, x.h, percentile_cont(0.5) within group (order by y.p95) "
-        "as ref from (select distinct series_id, h from cand) x "
-        "cross join generate_series(1, :weeks) w "
-        "join hb y on y.series_id = x.series_id and y.h = x.h - w * interval '168 hours' "
-        "group by 1, 2 having count(*) >= 2) "
-        "select c.series_id, c.bucket, c.p95, r.ref, c.p95 / r.ref as factor, c.n "
-        "from cand c join refs r using (series_id, h) "
-        "where r.ref > 0 and c.p95 > :factor * r.ref "
-        "order by c.p95 / r.ref desc, c.bucket, c.series_id limit :lim"
+        f"select string_agg(int4send(series_id::int4), ''::bytea), "
+        f"string_agg(int8send(({t})::int8), ''::bytea), "
+        f"string_agg(float4send({phase}_p95::float4), ''::bytea), "
+        f"string_agg(int4send({phase}_n::int4), ''::bytea) "
+        f"from {table} where series_id = any(:ids) and bucket >= :a and bucket < :b "
+        f"and {phase}_n >= :mc and {phase}_p95 is not null"
     )
+
+
+def _minutes_over_sql(phase: str) -> str:
+    """1-minute rows whose p95 exceeds their (series, hour) limit, as :func:`_p95_sql`."""
+    return (
+        "select string_agg(int4send(series_id::int4), ''::bytea), "
+        "string_agg(int8send(extract(epoch from bucket)::bigint), ''::bytea), "
+        f"string_agg(float4send({phase}_p95::float4), ''::bytea), "
+        f"string_agg(int4send({phase}_n::int4), ''::bytea) "
+        "from rollup_1m r join unnest(cast(:ts as integer[]), cast(:th as bigint[]), "
+        "cast(:tl as float8[])) as t(s, h, lim) "
+        "on t.s = r.series_id and t.h = extract(epoch from r.bucket)::bigint / 3600 "
+        f"where r.series_id = any(:ids) and r.bucket >= :a and r.bucket < :b "
+        f"and r.{phase}_n >= :mc and r.{phase}_p95 > t.lim"
+    )
+
+
+class _Baseline:
+    """Hourly p95s of each series on a dense grid, and the baseline of any (series, hour)."""
+
+    def __init__(
+        self,
+        sid: npt.NDArray[np.int64],
+        hour: npt.NDArray[np.int64],
+        p95: npt.NDArray[np.float64],
+        weeks: int,
+    ) -> None:
+        self.series = np.unique(sid)
+        self.h0 = int(hour.min())
+        self.grid = np.full((self.series.size, int(hour.max()) - self.h0 + 1), np.nan)
+        self.grid[np.searchsorted(self.series, sid), hour - self.h0] = p95
+        self.lags = 168 * np.arange(1, weeks + 1)
+
+    def ref(
+        self, sid: npt.NDArray[np.int64], hour: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.float64]:
+        """Median of the p95s 1..weeks weeks earlier (NaN unless at least two exist)."""
+        row = np.minimum(np.searchsorted(self.series, sid), self.series.size - 1)
+        known = self.series[row] == sid
+        back = (hour - self.h0)[:, None] - self.lags[None, :]
+        width = self.grid.shape[1]
+        inside = known[:, None] & (back >= 0) & (back < width)
+        prior = np.where(inside, self.grid[row[:, None], np.clip(back, 0, width - 1)], np.nan)
+        enough = (~np.isnan(prior)).sum(axis=1) >= 2
+        out = np.full(sid.size, np.nan)
+        if enough.any():
+            out[enough] = np.nanmedian(prior[enough], axis=1)
+        return out
 
 
 def spikes(
@@ -106,22 +161,45 @@ def spikes(
     no_jit(conn)
     grain = MINUTE if end - start <= timedelta(days=2) else HOUR
     a, b = floor_to(start, grain.width), ceil_to(end, grain.width)
-    found = [
-        (float(r[4]), r[0], r[1], float(r[2]), float(r[3]), int(r[5]))
-        for r in conn.execute(
-            text(_spikes_sql(phase, grain.table)),
-            {
-                "ids": list(series_ids),
-                "a": a,
-                "b": b,
-                "bf": floor_to(a, HOUR.width) - weeks * WEEK,
-                "mc": min_count,
-                "weeks": weeks,
-                "factor": factor,
-                "lim": max_results,
-            },
+    ids = list(series_ids)
+    base_from = floor_to(a, HOUR.width) - weeks * WEEK
+    params: dict[str, Any] = {"ids": ids, "a": base_from, "b": b, "mc": min_count}
+    # p95 per (series, hour since the epoch): "the same hour w weeks ago" is h - 168 w
+    b_sid, b_hour, b_p95, b_n = _columns(conn, _p95_sql(phase, "rollup_1h", epoch=False), params)
+    if not b_sid.size:
+        return []
+    base = _Baseline(b_sid, b_hour, b_p95, weeks)
+    a_hour = int(a.timestamp()) // 3600
+    if grain is HOUR:  # the candidates are the newest of the rows just read
+        new = b_hour >= a_hour
+        c_sid, c_sec, c_p95, c_n = b_sid[new], b_hour[new] * 3600, b_p95[new], b_n[new]
+    else:
+        # Only minutes above their hour's threshold can be spikes: PostgreSQL returns
+        # just those (a handful instead of every minute of every series).
+        hours = np.arange(a_hour, -(-int(b.timestamp()) // 3600))
+        t_sid = np.repeat(base.series, hours.size)
+        t_hour = np.tile(hours, base.series.size)
+        limit = factor * base.ref(t_sid, t_hour)
+        keep = np.isfinite(limit) & (limit > 0)
+        params.update(
+            a=a,
+            ts=t_sid[keep].tolist(),
+            th=t_hour[keep].tolist(),
+            tl=limit[keep].tolist(),
         )
-    ]
+        c_sid, c_sec, c_p95, c_n = _columns(conn, _minutes_over_sql(phase), params)
+        if not c_sid.size:
+            return []
+    ref = base.ref(c_sid, c_sec // 3600)
+    with np.errstate(invalid="ignore"):
+        hit = np.nonzero((ref > 0) & (c_p95 > factor * ref))[0]
+    fac = c_p95[hit] / ref[hit]
+    top = hit[np.lexsort((c_sid[hit], c_sec[hit], -fac))][:max_results]
+    found = [
+        (float(c_p95[j] / ref[j]), int(c_sid[j]), datetime.fromtimestamp(int(c_sec[j]), UTC),
+         float(c_p95[j]), float(ref[j]), int(c_n[j]))
+        for j in top
+    ]  # fmt: skip
     ctx = samples_around(
         conn, [(f[1], f[2] - context, f[2] + grain.width + context) for f in found], context_limit
     )
@@ -139,7 +217,7 @@ def _raw_outages(
     rows = conn.execute(
         text(
             "select f.series_id, f.scheduled_at, f.error_code, se.interval_ms "
-            "from connwatch_samples(cast(:ids as integer[]), :a, :b, true) f "
+            "from connwatch_sample_timings(cast(:ids as integer[]), :a, :b, true) f "
             "join series se on se.id = f.series_id "
             "where f.status <> 'ok' and f.status in ('error', 'timeout') "
             "order by f.series_id, f.scheduled_at"
