@@ -92,17 +92,21 @@ def _p95_sql(phase: str, table: str, *, epoch: bool) -> str:
 
 
 def _minutes_over_sql(phase: str) -> str:
-    """1-minute rows whose p95 exceeds their (series, hour) limit, as :func:`_p95_sql`."""
+    """1-minute rows whose p95 exceeds their (series, hour) limit, as :func:`_p95_sql`.
+
+    ``:lim`` holds the limits as one flat array indexed by series id and hour
+    (``series_id * :nh + hour - :h0``, 1-based), NaN where a bucket cannot be a spike
+    (no baseline): one O(1) subscript per row, no join.
+    """
+    hour = "(extract(epoch from bucket)::bigint / 3600 - :h0)"
     return (
         "select string_agg(int4send(series_id::int4), ''::bytea), "
         "string_agg(int8send(extract(epoch from bucket)::bigint), ''::bytea), "
         f"string_agg(float4send({phase}_p95::float4), ''::bytea), "
         f"string_agg(int4send({phase}_n::int4), ''::bytea) "
-        "from rollup_1m r join unnest(cast(:ts as integer[]), cast(:th as bigint[]), "
-        "cast(:tl as float8[])) as t(s, h, lim) "
-        "on t.s = r.series_id and t.h = extract(epoch from r.bucket)::bigint / 3600 "
-        f"where r.series_id = any(:ids) and r.bucket >= :a and r.bucket < :b "
-        f"and r.{phase}_n >= :mc and r.{phase}_p95 > t.lim"
+        "from rollup_1m where series_id = any(:ids) and bucket >= :a and bucket < :b "
+        f"and {phase}_n >= :mc "
+        f"and {phase}_p95 > (cast(:lim as float8[]))[(series_id * :nh + {hour})::int + 1]"
     )
 
 
@@ -177,16 +181,13 @@ def spikes(
         # Only minutes above their hour's threshold can be spikes: PostgreSQL returns
         # just those (a handful instead of every minute of every series).
         hours = np.arange(a_hour, -(-int(b.timestamp()) // 3600))
-        t_sid = np.repeat(base.series, hours.size)
-        t_hour = np.tile(hours, base.series.size)
-        limit = factor * base.ref(t_sid, t_hour)
-        keep = np.isfinite(limit) & (limit > 0)
-        params.update(
-            a=a,
-            ts=t_sid[keep].tolist(),
-            th=t_hour[keep].tolist(),
-            tl=limit[keep].tolist(),
-        )
+        nh = hours.size
+        t_sid = np.repeat(base.series, nh)
+        limit = factor * base.ref(t_sid, np.tile(hours, base.series.size))
+        flat = np.full((int(base.series.max()) + 1) * nh, np.nan)
+        flat[(t_sid * nh + np.tile(np.arange(nh), base.series.size))] = limit
+        flat[~(flat > 0)] = np.nan  # NaN: PostgreSQL orders it above every number
+        params.update(a=a, lim=flat.tolist(), nh=nh, h0=a_hour)
         c_sid, c_sec, c_p95, c_n = _columns(conn, _minutes_over_sql(phase), params)
         if not c_sid.size:
             return []

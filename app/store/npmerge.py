@@ -4,7 +4,7 @@ SQL merges (``unnest`` + ``group by`` + window functions) cost several microseco
 per histogram entry; a year of hourly rows for one series holds ~200 000 entries.
 Here PostgreSQL flattens the rows' index and count arrays into text lists, numpy
 parses them in C and adds them into a dense matrix with one vectorised
-``np.add.at``; quantiles are read off its cumulative counts with the same
+``np.bincount``; quantiles are read off its cumulative counts with the same
 nearest-rank rule and clamping as the SQL path.
 """
 
@@ -45,6 +45,18 @@ def matrix_quantiles(
         v[tot == 0] = np.nan
         out[:, j] = v
     return out
+
+
+def dense(
+    row: npt.NDArray[np.int64], col: npt.NDArray[np.int64], cnt: npt.NDArray[np.int64], nrows: int
+) -> npt.NDArray[np.float64]:
+    """A [nrows, max(col) + 1] matrix with ``cnt`` added at each (row, col), repeats summed.
+
+    ``np.bincount`` over flat positions: several times faster than ``np.add.at``.
+    """
+    width = int(col.max()) + 1 if col.size else 1
+    flat = np.bincount(row * width + col, weights=cnt.astype(np.float64), minlength=nrows * width)
+    return flat.reshape(nrows, width)
 
 
 def _psql(sql: str) -> str:
@@ -134,9 +146,7 @@ def merged_matrix(
     idx = _ints("".join(r[k + 11] or "" for r in rows))
     cnt = _ints("".join(r[k + 12] or "" for r in rows))
     lo = int(idx.min())
-    m = np.zeros((len(rows), int(idx.max()) - lo + 1))
-    np.add.at(m, (np.repeat(owner, lens), idx - lo), cnt.astype(np.float64))
-    return groups, m, lo
+    return groups, dense(np.repeat(owner, lens), idx - lo, cnt, len(rows)), lo
 
 
 def merge(
@@ -191,8 +201,7 @@ def row_quantiles(
     idx = _ints("".join(r[first + 3] or "" for r in rows if r[first + 2]))
     cnt = _ints("".join(r[first + 4] or "" for r in rows if r[first + 2]))
     lo = int(idx.min())
-    m = np.zeros((len(rows), int(idx.max()) - lo + 1))
-    np.add.at(m, (np.repeat(np.arange(len(rows)), lens), idx - lo), cnt.astype(np.float64))
+    m = dense(np.repeat(np.arange(len(rows)), lens), idx - lo, cnt, len(rows))
     mins = np.array([r[first] for r in rows], dtype=np.float64)
     maxs = np.array([r[first + 1] for r in rows], dtype=np.float64)
     return matrix_quantiles(m, lo, qs, mins, maxs)
