@@ -21,6 +21,7 @@ use ``with engine.begin() as conn``.
 
 from __future__ import annotations
 
+import json
 import operator
 import threading
 from collections.abc import Iterable, Sequence
@@ -30,6 +31,9 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg import sql
+from psycopg.abc import Buffer
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
 from sqlalchemy.engine import Connection
 
 from app.samples import Sample
@@ -37,7 +41,8 @@ from app.store.layout import COLUMNS, ORIGIN_SQL, SAMPLE_TYPES, driver_connectio
 from app.store.partitions import ensure_sample_days
 
 # A row for binary COPY is the sample's fields in table order, as they are: with the
-# types set on the COPY, psycopg dumps str enums as text and dicts as jsonb itself.
+# types set on the COPY, psycopg dumps str enums as text, and dicts as jsonb with
+# _JsonbDumper below.
 _row = operator.attrgetter(*COLUMNS)
 _TYPES = list(SAMPLE_TYPES)
 _COLUMN_LIST = sql.SQL(", ").join(sql.Identifier(c) for c in COLUMNS)
@@ -70,6 +75,25 @@ _MERGE_STAGE = (
     "on conflict (bucket, series_id) do update set bucket = excluded.bucket) "
     "select count(*) from ins"
 )
+
+
+_encode_json = json.JSONEncoder().encode  # what json.dumps does, minus its argument checks
+
+
+class _JsonbDumper(Dumper):
+    """jsonb in binary (format version 1, then the JSON text); ``{}`` without encoding.
+
+    Same output as psycopg's own jsonb dumper, at about a third of its cost per value
+    (two jsonb columns per sample made it the largest part of encoding a row).
+    """
+
+    format = Format.BINARY
+    oid = psycopg.postgres.types["jsonb"].oid
+
+    def dump(self, obj: Any) -> Buffer | None:
+        if not obj and isinstance(obj, dict):
+            return b"\x01{}"
+        return b"\x01" + _encode_json(obj).encode()
 
 
 class SampleWriteError(ValueError):
@@ -144,6 +168,7 @@ def _ensure_days(conn: Connection | psycopg.Connection[Any], days: set[int]) -> 
 
 
 def _copy_rows(cur: psycopg.Cursor[Any], stmt: sql.Composed, samples: Sequence[Sample]) -> None:
+    cur.adapters.register_dumper(dict, _JsonbDumper)  # this cursor only
     with cur.copy(stmt) as cp:
         cp.set_types(_TYPES)
         write = cp.write_row
