@@ -14,8 +14,10 @@ Usage (a throw-away PostgreSQL from Debian's binaries unless --url is given):
 
     .venv/bin/python bench/bench_web.py                  # 30 series, 7 days raw, 1 y rollups
     .venv/bin/python bench/bench_web.py --series 99 --days 14  # bigger
+    .venv/bin/python bench/bench_web.py --url URL --reuse      # an existing dataset
 
-Every figure is printed; nothing is asserted.
+With --reuse the database is only read (no migration, no VACUUM, nothing written), so
+the store benchmark's shared dataset can be measured as it is. Every figure is printed; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -179,7 +181,13 @@ def main() -> int:
     server = None
     thread = None
     try:
-        migrate.upgrade(engine)
+        if args.reuse:
+            # read-only on a shared dataset: no migration, no VACUUM; just say if it lags
+            head, current = migrate.head_revision(), migrate.current_revision(engine)
+            if current != head:
+                print(f"note: database at migration {current}, code expects {head}")
+        else:
+            migrate.upgrade(engine)
         if not args.reuse:
             t = time.perf_counter()
             rep = generate(
@@ -195,9 +203,10 @@ def main() -> int:
                 "generate_s": round(time.perf_counter() - t, 1),
             }
             print("dataset:", json.dumps(results["dataset"]), flush=True)
-        with engine.execution_options(isolation_level="AUTOCOMMIT").connect() as conn:
-            for tbl in ("samples", "rollup_1m", "rollup_1h", "rollup_1d"):
-                conn.execute(text(f"vacuum (analyze) {tbl}"))
+        if not args.reuse:
+            with engine.execution_options(isolation_level="AUTOCOMMIT").connect() as conn:
+                for tbl in ("samples", "rollup_1m", "rollup_1h", "rollup_1d"):
+                    conn.execute(text(f"vacuum (analyze) {tbl}"))
         with engine.connect() as conn:
             target = conn.execute(text("select min(name) from targets")).scalar_one()
             now = datetime.now(UTC)
