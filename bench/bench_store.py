@@ -39,7 +39,8 @@ from app.store.hist import exact_quantiles
 from app.store.incidents import outages, spikes
 from app.store.ingest import write_samples
 from app.store.merge import merged_sql
-from app.store.samples import export_csv, read_samples
+from app.store.packed import compact_pending
+from app.store.samples import export_csv, read_samples, samples_around
 from app.store.synthetic import generate
 from app.store.timeseries import timeseries
 from app.store.weekly import weekly
@@ -58,35 +59,55 @@ def p95(xs: list[float]) -> float:
     return float(np.percentile(np.asarray(xs), 95))
 
 
-def bytes_per_sample(conn: Connection) -> dict[str, float]:
-    def size(parent: str) -> int:
-        return int(
-            conn.execute(
-                text(
-                    "select coalesce(sum(pg_total_relation_size(i.inhrelid)), 0) "
-                    "from pg_inherits i where i.inhparent = to_regclass(:p)"
-                ),
-                {"p": parent},
-            ).scalar_one()
-        )
+def _parts_size(conn: Connection, parent: str) -> tuple[int, int]:
+    """(heap + TOAST, indexes) in bytes over all partitions of ``parent``."""
+    heap, total = conn.execute(
+        text(
+            "select coalesce(sum(pg_table_size(i.inhrelid)), 0), "
+            "coalesce(sum(pg_total_relation_size(i.inhrelid)), 0) "
+            "from pg_inherits i where i.inhparent = to_regclass(:p)"
+        ),
+        {"p": parent},
+    ).one()
+    return int(heap), int(total) - int(heap)
 
-    n = conn.execute(text("select count(*) from samples")).scalar_one()
-    heap = int(
-        conn.execute(
-            text(
-                "select coalesce(sum(pg_table_size(i.inhrelid)), 0) from pg_inherits i "
-                "where i.inhparent = 'samples'::regclass"
-            )
-        ).scalar_one()
+
+def bytes_per_sample(conn: Connection) -> dict[str, float]:
+    """Bytes on disk per raw sample: row form (``samples``), packed form
+    (``samples_packed``, plus ``samples_packed_days``) and both together."""
+
+    def size(parent: str) -> int:
+        return sum(_parts_size(conn, parent))
+
+    n_row = int(conn.execute(text("select count(*) from samples")).scalar_one())
+    n_packed = int(
+        conn.execute(text("select coalesce(sum(n), 0) from samples_packed")).scalar_one()
     )
-    total = size("samples")
+    row_heap, row_idx = _parts_size(conn, "samples")
+    pk_heap, pk_idx = _parts_size(conn, "samples_packed")
+    pk_idx += int(
+        conn.execute(text("select pg_total_relation_size('samples_packed_days')")).scalar_one()
+    )
+    n = n_row + n_packed
     r1m, r1h = size("rollup_1m"), size("rollup_1h")
     r1d = int(conn.execute(text("select pg_total_relation_size('rollup_1d')")).scalar_one())
+
+    def per(x: int, k: int) -> float:
+        return x / k if k else 0.0
+
     return {
         "samples": n,
-        "bytes_per_sample_total": total / n if n else 0.0,
-        "bytes_per_sample_heap": heap / n if n else 0.0,
-        "bytes_per_sample_indexes": (total - heap) / n if n else 0.0,
+        "samples_row_form": n_row,
+        "samples_packed": n_packed,
+        "bytes_per_sample_total": per(row_heap + row_idx + pk_heap + pk_idx, n),
+        "row_form_heap": per(row_heap, n_row),
+        "row_form_indexes": per(row_idx, n_row),
+        "row_form_total": per(row_heap + row_idx, n_row),
+        "packed_heap_toast": per(pk_heap, n_packed),
+        "packed_indexes": per(pk_idx, n_packed),
+        "packed_total": per(pk_heap + pk_idx, n_packed),
+        "row_form_mb": (row_heap + row_idx) / 1e6,
+        "packed_mb": (pk_heap + pk_idx) / 1e6,
         "rollup_1m_mb": r1m / 1e6,
         "rollup_1h_mb": r1h / 1e6,
         "rollup_1d_mb": r1d / 1e6,
@@ -95,12 +116,88 @@ def bytes_per_sample(conn: Connection) -> dict[str, float]:
     }
 
 
+def compact_all(engine: Engine, after_days: int, now: datetime) -> dict[str, float]:
+    """Compact every due day through maintenance's own function, one day per call."""
+    t = time.perf_counter()
+    days = samples = 0
+    while True:
+        reps = compact_pending(engine, after_days=after_days, now=now, max_days=1)
+        if not reps:
+            break
+        for r in reps:
+            days += 1
+            samples += r.samples
+            print(f"  compacted {r.day}: {r.samples} samples in {r.seconds:.1f}s", flush=True)
+    secs = time.perf_counter() - t
+    return {
+        "days": days,
+        "samples": samples,
+        "seconds": round(secs, 1),
+        "samples_per_s": round(samples / secs) if samples else 0.0,
+    }
+
+
+def raw_window_latencies(
+    engine: Engine, iterations: int, rng: random.Random, first: datetime, last: datetime
+) -> dict[str, dict[str, float]]:
+    """p95 ms of the raw-sample reads over windows inside ``[first, last)`` (the days that
+    get compacted): measured before compaction (row form) and after (packed form)."""
+    with engine.connect() as conn:
+        series_ids = conn.execute(text("select id from series order by id")).scalars().all()
+        targets = conn.execute(text("select id from targets order by id")).scalars().all()
+    queries: dict[str, Callable[[Connection, datetime, datetime], Any]] = {
+        "read_samples": lambda c, a, b: read_samples(
+            c, target_id=rng.choice(targets), start=a, end=b, limit=100
+        ),
+        "read_samples_oldest": lambda c, a, b: read_samples(
+            c, target_id=rng.choice(targets), start=a, end=b, limit=100, newest_first=False
+        ),
+        "read_errors": lambda c, a, b: read_samples(
+            c, target_id=rng.choice(targets), statuses=["error", "timeout"], start=a, end=b
+        ),
+        "samples_around": lambda c, a, b: samples_around(
+            c, [(rng.choice(series_ids), a, min(b, a + timedelta(minutes=10)))] * 5
+        ),
+        "timeseries_raw": lambda c, a, b: timeseries(c, [rng.choice(series_ids)], a, b),
+        "timeseries_raw_3": lambda c, a, b: timeseries(c, rng.sample(series_ids, 3), a, b),
+        "outages": lambda c, a, b: outages(c, [rng.choice(series_ids)], a, b),
+        "spikes": lambda c, a, b: spikes(c, [rng.choice(series_ids)], a, b),
+        "csv_first_chunk": lambda c, a, b: next(
+            iter(export_csv(engine, series_ids=[rng.choice(series_ids)], start=a, end=b)), b""
+        ),
+    }
+    spans = {"1h": timedelta(hours=1), "1d": timedelta(days=1), "2d": timedelta(days=2)}
+    out: dict[str, dict[str, float]] = {}
+    with engine.connect() as conn:
+        for name, fn in queries.items():
+            out[name] = {}
+            for label, span in spans.items():
+                if last - first < span:
+                    continue
+                times: list[float] = []
+                for _ in range(iterations):
+                    a = first + (last - first - span) * rng.random()
+                    a = a.replace(second=0, microsecond=0)
+                    t = time.perf_counter()
+                    fn(conn, a, a + span)
+                    times.append((time.perf_counter() - t) * 1000)
+                    conn.rollback()
+                out[name][label] = round(p95(times), 1)
+            print(f"  {name:20s} " + "  ".join(f"{k}={v:6.1f}" for k, v in out[name].items()))
+    return out
+
+
 def percentile_error(
     conn: Connection, ids: list[int], now: datetime, rng: random.Random
 ) -> dict[str, float]:
     """Rollup-derived p50/p95/p99 vs exact percentile_disc over the same raw samples."""
     worst: dict[str, float] = {}
-    raw_from = conn.execute(text("select min(scheduled_at) from samples")).scalar_one()
+    raw_from = conn.execute(
+        text(
+            "select least((select min(scheduled_at) from samples), "
+            "(select min(hour) from samples_packed))"
+        )
+    ).scalar_one()
     for label, span, table in (
         ("1h from 1m", timedelta(hours=1), "rollup_1m"),
         ("1d from 1h", timedelta(days=1), "rollup_1h"),
@@ -137,8 +234,8 @@ def percentile_error(
             vals = (
                 conn.execute(
                     text(
-                        "select total_ns from samples where series_id = :s and status = 'ok' "
-                        "and scheduled_at >= :a and scheduled_at < :b"
+                        "select total_ns from connwatch_samples(array[:s], :a, :b) "
+                        "where status = 'ok'"
                     ),
                     {"s": sid, "a": a, "b": b},
                 )
@@ -265,6 +362,10 @@ def query_latencies(
     return out
 
 
+def _fmt(d: dict[str, Any]) -> str:
+    return json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in d.items()})
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--url", help="SQLAlchemy URL of a database to use (default: throw-away)")
@@ -275,6 +376,13 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--write-batch", type=int, default=50_000)
     ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument(
+        "--compact-after-days",
+        type=int,
+        default=2,
+        help="compact days that ended this long ago (CONNWATCH_COMPACT_AFTER_DAYS)",
+    )
+    ap.add_argument("--no-compact", action="store_true", help="leave every day in row form")
     args = ap.parse_args()
 
     cluster = None
@@ -314,15 +422,48 @@ def main() -> int:
             }
             print("generate:", json.dumps(results["generate"]))
         raw_eng = engine.execution_options(isolation_level="AUTOCOMMIT")
-        with raw_eng.connect() as conn:
-            conn.execute(text("vacuum (analyze) samples"))
-            conn.execute(text("vacuum (analyze) rollup_1m"))
-            conn.execute(text("vacuum (analyze) rollup_1h"))
-            conn.execute(text("vacuum (analyze) rollup_1d"))
+
+        def vacuum() -> None:
+            with raw_eng.connect() as conn:
+                for tbl in ("samples", "samples_packed", "rollup_1m", "rollup_1h", "rollup_1d"):
+                    conn.execute(text(f"vacuum (analyze) {tbl}"))
+
+        vacuum()
+        with engine.connect() as conn:
+            now = conn.execute(
+                text(
+                    "select greatest((select max(scheduled_at) from samples), "
+                    "(select max(hour) + interval '1 hour' from samples_packed))"
+                )
+            ).scalar_one()
+            first = conn.execute(
+                text(
+                    "select least((select min(scheduled_at) from samples), "
+                    "(select min(hour) from samples_packed))"
+                )
+            ).scalar_one()
+        # the days compaction rewrites (ended compact_after_days ago), as a time range
+        last = now.replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(
+            days=args.compact_after_days
+        )
+        with engine.connect() as conn:
+            results["size_before"] = bytes_per_sample(conn)
+        print("size before compaction:", _fmt(results["size_before"]))
+        if not args.no_compact and last > first:
+            print(f"raw reads inside {first:%Y-%m-%d}..{last:%Y-%m-%d}, row form, p95 ms:")
+            results["raw_p95_ms_row_form"] = raw_window_latencies(
+                engine, args.iterations, random.Random(5), first, last
+            )
+            results["compaction"] = compact_all(engine, args.compact_after_days, now)
+            print("compaction:", json.dumps(results["compaction"]))
+            vacuum()
+            print("same reads, packed form, p95 ms:")
+            results["raw_p95_ms_packed"] = raw_window_latencies(
+                engine, args.iterations, random.Random(5), first, last
+            )
         with engine.connect() as conn:
             results["size"] = bytes_per_sample(conn)
-            print("size:", json.dumps({k: round(v, 1) for k, v in results["size"].items()}))
-            now = conn.execute(text("select max(scheduled_at) from samples")).scalar_one()
+            print("size:", _fmt(results["size"]))
             ids = conn.execute(text("select id from series")).scalars().all()
             results["percentile_error_pct"] = percentile_error(conn, ids, now, random.Random(3))
             print("max percentile error %:", json.dumps(results["percentile_error_pct"]))

@@ -55,16 +55,17 @@ def _day_bounds(day: date) -> tuple[datetime, datetime]:
 
 def unpack_sql(source: str, where: str = "true") -> str:
     """SELECT of the samples held by the packed rows ``p`` of ``source`` matching ``where``,
-    in ``samples`` column order (plus nothing else)."""
-    arrays = ", ".join(f"p.{c}" for c in ARRAY_COLUMNS)
-    names = ", ".join(ARRAY_COLUMNS)
-    at = "p.at0_us + (u.i - 1) * p.step_us + u.at_dev_us"
+    in ``samples`` column order (the arrays unnested in lockstep in the select list)."""
+    at = "y.at0_us + y.k * y.step_us + y.at_dev_us"
     return (
-        f"select p.series_id, p.hour + ({at}) * interval '1 microsecond' as scheduled_at, "
-        f"p.hour + ({at} + u.start_us) * interval '1 microsecond' as started_at, "
-        + ", ".join(f"u.{c}" for c in ARRAY_COLUMNS)
-        + f" from {source} p cross join lateral unnest(p.at_dev_us, p.start_us, {arrays}) "
-        f"with ordinality as u(at_dev_us, start_us, {names}, i) where {where}"
+        f"select y.series_id, y.hour_ + ({at}) * interval '1 microsecond' as scheduled_at, "
+        f"y.hour_ + ({at} + y.start_us) * interval '1 microsecond' as started_at, "
+        + ", ".join(f"y.{c}" for c in ARRAY_COLUMNS)
+        + " from (select p.hour as hour_, p.series_id, p.at0_us, p.step_us, "
+        "generate_series(0, p.n - 1) as k, unnest(p.at_dev_us) as at_dev_us, "
+        "unnest(p.start_us) as start_us, "
+        + ", ".join(f"unnest(p.{c}) as {c}" for c in ARRAY_COLUMNS)
+        + f" from {source} p where {where}) y"
     )
 
 
@@ -234,12 +235,12 @@ def drop_packed_duplicates(
         sids = [k[0] for k in keys]
         hours = [k[1] for k in keys]
         cur.execute(
-            "select p.series_id, p.hour + (p.at0_us + (u.i - 1) * p.step_us + u.at_dev_us) "
-            "* interval '1 microsecond' from samples_packed p "
-            "join unnest(%s::integer[], %s::timestamptz[]) k(sid, hour) "
-            "on p.series_id = k.sid and p.hour = k.hour "
-            "cross join lateral unnest(p.at_dev_us) with ordinality u(at_dev_us, i) "
-            "where p.hour >= %s and p.hour <= %s",
+            "select y.series_id, y.hour + (y.at0_us + y.k * y.step_us + y.at_dev_us) "
+            "* interval '1 microsecond' from (select p.series_id, p.hour, p.at0_us, "
+            "p.step_us, generate_series(0, p.n - 1) as k, unnest(p.at_dev_us) as at_dev_us "
+            "from samples_packed p join unnest(%s::integer[], %s::timestamptz[]) q(sid, hour) "
+            "on p.series_id = q.sid and p.hour = q.hour "
+            "where p.hour >= %s and p.hour <= %s) y",
             (sids, hours, min(hours), max(hours)),
         )
         have = {(r[0], r[1]) for r in cur.fetchall()}

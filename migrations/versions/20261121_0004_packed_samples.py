@@ -89,29 +89,30 @@ _TIMING_COLUMNS: tuple[str, ...] = (
 
 def _unpack(arrays: Sequence[str], started: bool) -> str:
     """SELECT of the packed samples of ``ids`` in [lo, hi): series_id, scheduled_at,
-    started_at (if ``started``), then ``arrays``. Sample i (1-based) of a row is due at
-    hour + at0_us + (i - 1) * step_us + at_dev_us[i] microseconds and started
-    start_us[i] microseconds after that."""
-    at = "p.at0_us + (u.i - 1) * p.step_us + u.at_dev_us"
+    started_at (if ``started``), then ``arrays``. Sample k (0-based) of a row is due at
+    hour + at0_us + k * step_us + at_dev_us[k + 1] microseconds and started
+    start_us[k + 1] microseconds after that. The arrays are unnested in the select list
+    (in lockstep, a NULL array giving NULLs), about twice as fast as ROWS FROM."""
     unnested = ["at_dev_us", *(["start_us"] if started else []), *arrays]
+    at = "y.at0_us + y.k * y.step_us + y.at_dev_us"
     return (
         "select x.series_id, x.scheduled_at, "
         + ("x.started_at, " if started else "")
         + ", ".join(f"x.{c}" for c in arrays)
-        + " from (select p.hour as hour_, p.series_id, "
-        f"p.hour + ({at}) * interval '1 microsecond' as scheduled_at, "
+        + " from (select y.hour_, y.series_id, "
+        f"y.hour_ + ({at}) * interval '1 microsecond' as scheduled_at, "
         + (
-            f"p.hour + ({at} + u.start_us) * interval '1 microsecond' as started_at, "
+            f"y.hour_ + ({at} + y.start_us) * interval '1 microsecond' as started_at, "
             if started
             else ""
         )
-        + ", ".join(f"u.{c}" for c in arrays)
-        + " from samples_packed p cross join lateral unnest("
-        + ", ".join(f"p.{c}" for c in unnested)
-        + ") with ordinality as u("
-        + ", ".join(unnested)
-        + ", i) where p.series_id = any(ids) and p.hour > lo - interval '1 hour' and p.hour < hi "
-        "and (not failed_only or p.n_not_ok > 0)) x "
+        + ", ".join(f"y.{c}" for c in arrays)
+        + " from (select p.hour as hour_, p.series_id, p.at0_us, p.step_us, "
+        "generate_series(0, p.n - 1) as k, "
+        + ", ".join(f"unnest(p.{c}) as {c}" for c in unnested)
+        + " from samples_packed p where p.series_id = any(ids) "
+        "and p.hour > lo - interval '1 hour' and p.hour < hi "
+        "and (not failed_only or p.n_not_ok > 0)) y) x "
         # only the hours cut by lo or hi need each sample's time compared
         "where (x.hour_ >= lo and x.hour_ <= hi - interval '1 hour') "
         "or (x.scheduled_at >= lo and x.scheduled_at < hi)"
