@@ -57,25 +57,39 @@ _EPOCH_DAY = _EPOCH.date()
 _MINUTE = timedelta(minutes=1)
 _MINUTES_PER_DAY = 1440
 
+# Queue (series, minute) pairs for the rollups. A pair already queued is locked FOR
+# KEY SHARE until this transaction ends, so a rollup pass (FOR UPDATE SKIP LOCKED)
+# cannot take and clear it before these samples are visible; writers do not block
+# each other on it. Missing pairs are inserted in key order (ON CONFLICT DO NOTHING).
+# The statement returns the pairs it could neither lock nor insert (another
+# transaction queued or cleared them meanwhile): _mark_dirty tries those again.
 _MARK_DIRTY = (
+    "with p as (select s, m, timestamptz '1970-01-01 00:00:00+00' + m * interval '1 minute' b "
+    "from unnest(cast(%s as int4[]), cast(%s as int8[])) as p(s, m)), "
+    "held as materialized (select r.series_id, r.bucket from rollup_dirty r "
+    "join p on r.series_id = p.s and r.bucket = p.b for key share of r), "
+    "todo as materialized (select s, m, b from p where not exists "
+    "(select 1 from held h where h.series_id = p.s and h.bucket = p.b)), "
+    "new as (insert into rollup_dirty (series_id, bucket) select s, b from todo order by b, s "
+    "on conflict do nothing returning series_id, bucket) "
+    "select m, s from todo where not exists "
+    "(select 1 from new n where n.series_id = todo.s and n.bucket = todo.b) order by m, s"
+)
+# After this many tries, the pairs left take the exclusive lock of a no-op DO UPDATE.
+_MARK_TRIES = 5
+_MARK_DIRTY_UPDATE = (
     "insert into rollup_dirty (series_id, bucket) "
     "select s, timestamptz '1970-01-01 00:00:00+00' + m * interval '1 minute' "
     "from unnest(cast(%s as int4[]), cast(%s as int8[])) as p(s, m) "
-    # DO UPDATE (a no-op) locks an existing pair until this transaction ends, so a
-    # rollup pass cannot take and clear it before these samples are visible.
     "on conflict (bucket, series_id) do update set bucket = excluded.bucket"
 )
+# The merge path: insert what is new, return its pairs (and how many rows each).
 _MERGE_STAGE = (
     "with ins as (insert into samples select * from _cw_stage "
-    "on conflict do nothing returning series_id, scheduled_at), "
-    "d as (insert into rollup_dirty (series_id, bucket) "
-    f"select distinct series_id, date_bin('1 minute', scheduled_at, {ORIGIN_SQL}) "
-    # Same lock as in _MARK_DIRTY, for the pairs of the rows really inserted.
-    "from ins order by 2, 1 "
-    "on conflict (bucket, series_id) do update set bucket = excluded.bucket) "
-    "select count(*) from ins"
+    "on conflict do nothing returning series_id, scheduled_at) "
+    f"select series_id, date_bin('1 minute', scheduled_at, {ORIGIN_SQL}), count(*) "
+    "from ins group by 1, 2"
 )
-
 
 _encode_json = json.JSONEncoder().encode  # what json.dumps does, minus its argument checks
 
@@ -210,16 +224,27 @@ def _merge(raw: psycopg.Connection[Any], samples: Sequence[Sample]) -> int:
         _ensure_stage(cur)
         _copy_rows(cur, _COPY_STAGE, samples)
         cur.execute(_MERGE_STAGE)
-        got = cur.fetchone()
+        rows = cur.fetchall()
         cur.execute("truncate _cw_stage")
-    return int(got[0]) if got else 0
+    _mark_dirty(raw, sorted({((b - _EPOCH) // _MINUTE, sid) for sid, b, _ in rows}))
+    return sum(int(n) for _, _, n in rows)
+
+
+def _arrays(pairs: list[tuple[int, int]]) -> tuple[str, str]:
+    # Array literals as text: psycopg's list dumping costs ~10 us per element.
+    series = "{" + ",".join([str(s) for _, s in pairs]) + "}"
+    minutes = "{" + ",".join([str(m) for m, _ in pairs]) + "}"
+    return series, minutes
 
 
 def _mark_dirty(raw: psycopg.Connection[Any], pairs: list[tuple[int, int]]) -> None:
-    # Arrays travel as text literals: psycopg's list dumping costs ~10 us per element.
-    minutes = "{" + ",".join([str(m) for m, _ in pairs]) + "}"
-    series = "{" + ",".join([str(s) for _, s in pairs]) + "}"
-    raw.execute(_MARK_DIRTY, (series, minutes))
+    """Queue (minute number, series_id) pairs (sorted) for the rollups; see _MARK_DIRTY."""
+    for _ in range(_MARK_TRIES):
+        if not pairs:
+            return
+        pairs = raw.execute(_MARK_DIRTY, _arrays(pairs)).fetchall()
+    if pairs:
+        raw.execute(_MARK_DIRTY_UPDATE, _arrays(pairs))
 
 
 def write_samples(conn: Connection | psycopg.Connection[Any], samples: Sequence[Sample]) -> int:
