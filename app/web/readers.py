@@ -110,16 +110,18 @@ def overview_stats(
 
 MAX_FAILED_SAMPLES = 2000
 RAW_SPAN = timedelta(days=2)
-HOURLY_SPAN = timedelta(days=92)
+HOURLY_SPAN = timedelta(days=31)
 
 
 def points_for(span: timedelta, requested: int | None) -> int:
     """The chart's bucket budget: ``requested``, or by default one that lands on a grain.
 
     Up to 2 days the store answers from raw samples (400 buckets); beyond, a budget of
-    one bucket per hour (up to ~92 days) or per day makes the store read its 1-hour or
+    one bucket per hour (up to 31 days) or per day makes the store read its 1-hour or
     1-day rollup rows as they are instead of merging them into wider buckets, which
-    is several times faster (docs/benchmarks.md, "Web").
+    is several times faster (docs/benchmarks.md, "Web"). Past a month, hourly points
+    cost more than they show (2 160 per mode over 90 days, each with a p5 read off its
+    histogram): a day per point, and zooming in fetches hours again.
     """
     if requested is not None:
         return requested
