@@ -155,6 +155,11 @@ def raw_window_latencies(
         "read_errors": lambda c, a, b: read_samples(
             c, target_id=rng.choice(targets), statuses=["error", "timeout"], start=a, end=b
         ),
+        # no time bounds: the newest page of a target, walking back through packed days
+        "read_newest": lambda c, a, b: read_samples(c, target_id=rng.choice(targets), limit=100),
+        "read_errors_newest": lambda c, a, b: read_samples(
+            c, target_id=rng.choice(targets), statuses=["error", "timeout"], limit=100
+        ),
         "samples_around": lambda c, a, b: samples_around(
             c, [(rng.choice(series_ids), a, min(b, a + timedelta(minutes=10)))] * 5
         ),
