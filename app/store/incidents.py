@@ -13,7 +13,8 @@ run: two failures are consecutive when at most 1.5 of the series' intervals apar
 from consecutive 1-minute rollups that had failures and no ok sample.
 
 Each result carries up to ``context_limit`` raw samples from ``context`` before to
-``context`` after it (empty once raw retention has dropped them).
+``context`` after it (empty once raw retention has dropped them, or when
+``context_limit`` is 0: then no raw sample is read).
 """
 
 from __future__ import annotations
@@ -201,9 +202,8 @@ def spikes(
          float(c_p95[j]), float(ref[j]), int(c_n[j]))
         for j in top
     ]  # fmt: skip
-    ctx = samples_around(
-        conn, [(f[1], f[2] - context, f[2] + grain.width + context) for f in found], context_limit
-    )
+    windows = [(f[1], f[2] - context, f[2] + grain.width + context) for f in found]
+    ctx = samples_around(conn, windows, context_limit) if context_limit > 0 else [[] for _ in found]
     return [
         Spike(sid, bk, bk + grain.width, p95 / 1e6, ref / 1e6, fac, count, ctx[k])
         for k, (fac, sid, bk, p95, ref, count) in enumerate(found)
@@ -291,9 +291,6 @@ def outages(
     found = [f for f in found if f[1][3] >= min_failed]
     found.sort(key=lambda f: (f[1][1], f[1][0]), reverse=True)
     found = found[:max_results]
-    ctx = samples_around(
-        conn,
-        [(r[0], r[1] - context, r[2] + context + timedelta(microseconds=1)) for _, r in found],
-        context_limit,
-    )
+    windows = [(r[0], r[1] - context, r[2] + context + timedelta(microseconds=1)) for _, r in found]
+    ctx = samples_around(conn, windows, context_limit) if context_limit > 0 else [[] for _ in found]
     return [Outage(r[0], r[1], r[2], r[3], r[4], src, ctx[k]) for k, (src, r) in enumerate(found)]

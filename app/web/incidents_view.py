@@ -163,8 +163,13 @@ def incidents(
 ) -> IncidentsOut:
     names = series_names(targets, ("connping", "sessionping", "commit", "poolacquire"))
     ids = list(names)
-    found_spikes = spikes(conn, ids, start, end, phase=phase, factor=factor) if ids else []
-    found_outages = outages(conn, ids, start, end) if ids else []
+    limit = 200 if with_samples else 0  # 0: the store reads no raw samples around them
+    found_spikes = (
+        spikes(conn, ids, start, end, phase=phase, factor=factor, context_limit=limit)
+        if ids
+        else []
+    )
+    found_outages = outages(conn, ids, start, end, context_limit=limit) if ids else []
     sp = [
         SpikeOut(
             target=names[x.series_id].target,
