@@ -177,7 +177,7 @@ def _ensure_days(conn: Connection | psycopg.Connection[Any], days: set[int]) -> 
             for d in dates:
                 cur.execute("select connwatch_ensure_sample_partitions(%s, %s)", (d, d))
     # Known from now on; if this transaction rolls back or retention drops a day, the
-    # COPY finds no partition and _copy_direct forgets and retries.
+    # COPY finds no partition and write_samples forgets and retries.
     _known_days.add(key, todo)
 
 
@@ -188,19 +188,6 @@ def _copy_rows(cur: psycopg.Cursor[Any], stmt: sql.Composed, samples: Sequence[S
         write = cp.write_row
         for s in samples:
             write(_row(s))
-
-
-def _copy_direct(raw: psycopg.Connection[Any], samples: Sequence[Sample]) -> bool:
-    """COPY straight into ``samples`` in a savepoint; False (rolled back) on a duplicate."""
-    with raw.cursor() as cur:
-        cur.execute("savepoint _cw_copy")
-        try:
-            _copy_rows(cur, _COPY_SAMPLES, samples)
-        except pg_errors.UniqueViolation:
-            cur.execute("rollback to savepoint _cw_copy")
-            return False
-        cur.execute("release savepoint _cw_copy")
-    return True
 
 
 def _no_partition(exc: psycopg.Error) -> bool:
@@ -247,6 +234,25 @@ def _mark_dirty(raw: psycopg.Connection[Any], pairs: list[tuple[int, int]]) -> N
         raw.execute(_MARK_DIRTY_UPDATE, _arrays(pairs))
 
 
+def _store(
+    raw: psycopg.Connection[Any], samples: Sequence[Sample], pairs: list[tuple[int, int]]
+) -> int:
+    """The fast path, or the merge path if a sample is already stored; in a savepoint."""
+    with raw.cursor() as cur:
+        cur.execute("savepoint _cw_write")
+        try:
+            _copy_rows(cur, _COPY_SAMPLES, samples)
+        except pg_errors.UniqueViolation:
+            # Only a retry, a spool replay or an overlapping import gets here.
+            cur.execute("rollback to savepoint _cw_write")
+            new = _merge(raw, samples)
+        else:
+            _mark_dirty(raw, pairs)
+            new = len(samples)
+        cur.execute("release savepoint _cw_write")
+    return new
+
+
 def write_samples(conn: Connection | psycopg.Connection[Any], samples: Sequence[Sample]) -> int:
     """Store ``samples`` once each; return how many were new (duplicates are skipped).
 
@@ -257,21 +263,18 @@ def write_samples(conn: Connection | psycopg.Connection[Any], samples: Sequence[
     if not samples:
         return 0
     _validate(samples)
-    pairs = minute_pairs(samples)
     raw = driver_connection(conn)
-    _ensure_days(conn, {m // _MINUTES_PER_DAY for m, _ in pairs})
+    pairs = minute_pairs(samples)
+    days = {m // _MINUTES_PER_DAY for m, _ in pairs}
+    _ensure_days(conn, days)
     try:
-        direct = _copy_direct(raw, samples)
+        return _store(raw, samples, pairs)
     except psycopg.Error as exc:
         if not _no_partition(exc):
             raise
-        # A day this process knew was dropped (retention) or never committed: forget
-        # what we know of this database, create the days, try once more.
-        raw.execute("rollback to savepoint _cw_copy")
-        _known_days.forget(_dbkey(raw))
-        _ensure_days(conn, {m // _MINUTES_PER_DAY for m, _ in pairs})
-        direct = _copy_direct(raw, samples)
-    if not direct:
-        return _merge(raw, samples)
-    _mark_dirty(raw, pairs)
-    return len(samples)
+    # A day this process took for created was dropped meanwhile (retention) or its
+    # creation rolled back: forget what is known of this database, create, retry once.
+    raw.execute("rollback to savepoint _cw_write")
+    _known_days.forget(_dbkey(raw))
+    _ensure_days(conn, days)
+    return _store(raw, samples, pairs)
