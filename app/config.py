@@ -80,6 +80,76 @@ class Settings(BaseSettings):
         ge=1,
         description="Upper bound of the agent's local spool while the store is away.",
     )
+    # The agent's tuning knobs (app.agent.options.AgentOptions has the same defaults).
+    agent_max_in_flight: int = Field(
+        default=512,
+        ge=1,
+        le=100_000,
+        description="Probe runs executing at once in one agent, all series together.",
+    )
+    agent_logons_per_s: float = Field(
+        default=200.0,
+        gt=0,
+        le=100_000,
+        description="Logons per second one agent may start, all targets together.",
+    )
+    agent_target_logons_per_s: float = Field(
+        default=20.0,
+        gt=0,
+        le=10_000,
+        description="Logons per second one agent may start against one target.",
+    )
+    agent_max_late_s: float = Field(
+        default=5.0,
+        gt=0,
+        le=3600,
+        description=(
+            "A run that cannot start within min(interval/2, this) of its instant is "
+            "recorded as skipped."
+        ),
+    )
+    agent_thick_threads: int = Field(
+        default=8,
+        ge=1,
+        le=1024,
+        description="Worker threads for thick-mode (blocking) driver calls.",
+    )
+    agent_write_batch: int = Field(
+        default=1000,
+        ge=1,
+        le=100_000,
+        description="Samples per COPY batch written to the store.",
+    )
+    agent_write_threads: int = Field(
+        default=2,
+        ge=1,
+        le=32,
+        description="Batches written at once, each on its own store connection.",
+    )
+    agent_flush_s: float = Field(
+        default=1.0,
+        gt=0,
+        le=60,
+        description="A sample waits at most this long before its batch is written.",
+    )
+    agent_retry_s: float = Field(
+        default=1.0,
+        gt=0,
+        le=300,
+        description="While the store is unreachable, how often the agent tries it again.",
+    )
+    agent_memory_backlog_max: int = Field(
+        default=200_000,
+        ge=0,
+        le=100_000_000,
+        description="Samples held in memory when even the spool is full (beyond: dropped, loudly).",
+    )
+    agent_stop_grace_s: float = Field(
+        default=10.0,
+        ge=0,
+        le=3600,
+        description="On SIGTERM, how long to wait for runs in flight and to replay the spool.",
+    )
     oracle_client_lib_dir: Path | None = Field(
         default=None,
         description="Oracle Client library directory: enables thick mode (and IPC) when set.",

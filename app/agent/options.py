@@ -1,13 +1,17 @@
 """The agent's tuning knobs (defaults suit one agent probing up to a few thousand series).
 
-These are not (yet) environment settings: :class:`app.config.Settings` carries what
-an operator sets (site, agent name, spool size, data directory); everything here has
-a default that only benchmarks and tests change.
+Those an operator may tune are settings too (``CONNWATCH_AGENT_*``, see
+:class:`app.config.Settings` and the README): :meth:`AgentOptions.from_settings`
+takes them from there, and an agent built without explicit options does so. The
+rest (poll periods, spool segment size, the interpreter's switch interval) only
+benchmarks and tests change.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from app.config import Settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,3 +37,21 @@ class AgentOptions:
     spool_warn_share: float = 0.8  # warn once the spool is this full
     memory_backlog_max: int = 200_000  # samples kept in memory when even the spool is full
     stop_grace_s: float = 10.0  # SIGTERM: wait this long for in-flight runs
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AgentOptions:
+        """These defaults with the operator's ``CONNWATCH_AGENT_*`` settings applied."""
+        return replace(
+            cls(),
+            max_in_flight=settings.agent_max_in_flight,
+            max_grace_s=settings.agent_max_late_s,
+            logons_per_s=settings.agent_logons_per_s,
+            target_logons_per_s=settings.agent_target_logons_per_s,
+            thick_threads=settings.agent_thick_threads,
+            batch_max=settings.agent_write_batch,
+            write_threads=settings.agent_write_threads,
+            flush_s=settings.agent_flush_s,
+            retry_s=settings.agent_retry_s,
+            memory_backlog_max=settings.agent_memory_backlog_max,
+            stop_grace_s=settings.agent_stop_grace_s,
+        )

@@ -60,7 +60,8 @@ class Agent:
     ) -> None:
         self.engine = engine
         self.settings = settings
-        self.opt = options or AgentOptions()
+        # explicit options (tests, benchmarks) win over the CONNWATCH_AGENT_* settings
+        self.opt = options or AgentOptions.from_settings(settings)
         self.name = name or settings.agent_name or default_agent_name()
         self.site = settings.site
         self.vault = Vault.from_settings(settings)
