@@ -17,7 +17,8 @@ Usage (a throw-away PostgreSQL from Debian's binaries unless --url is given):
     .venv/bin/python bench/bench_web.py --url URL --reuse      # an existing dataset
 
 With --reuse the database is only read (no migration, no VACUUM, nothing written), so
-the store benchmark's shared dataset can be measured as it is. Every figure is printed; nothing is asserted.
+the store benchmark's shared dataset can be measured as it is. Every figure is printed;
+nothing is asserted.
 """
 
 from __future__ import annotations

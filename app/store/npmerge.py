@@ -56,7 +56,7 @@ def dense(
     """
     width = int(col.max()) + 1 if col.size else 1
     flat = np.bincount(row * width + col, weights=cnt.astype(np.float64), minlength=nrows * width)
-    return flat.reshape(nrows, width)
+    return np.asarray(flat, dtype=np.float64).reshape(nrows, width)
 
 
 def _psql(sql: str) -> str:
