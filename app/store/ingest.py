@@ -38,6 +38,7 @@ from sqlalchemy.engine import Connection
 
 from app.samples import Sample
 from app.store.layout import COLUMNS, ORIGIN_SQL, SAMPLE_TYPES, driver_connection
+from app.store.packed import drop_packed_duplicates
 from app.store.partitions import ensure_sample_days
 
 # A row for binary COPY is the sample's fields in table order, as they are: with the
@@ -263,6 +264,10 @@ def write_samples(conn: Connection | psycopg.Connection[Any], samples: Sequence[
     if not samples:
         return 0
     _validate(samples)
+    # Samples of a compacted day that are already stored in packed form are not new.
+    samples = drop_packed_duplicates(conn, samples)
+    if not samples:
+        return 0
     raw = driver_connection(conn)
     pairs = minute_pairs(samples)
     days = {m // _MINUTES_PER_DAY for m, _ in pairs}
