@@ -12,11 +12,17 @@ Parts:
   (samples that ran) / (instants due), start lag = started_at - scheduled_at of
   those, CPU per run = agent process CPU in the window / runs in the window.
 - ``connping``: M connping series at 10 s (a fresh logon every run), same figures.
-- ``writer``: S synthetic samples through :class:`app.agent.writer.Writer` (COPY into
-  a staging table, ``INSERT .. ON CONFLICT DO NOTHING``, rollup queue, 1,000 per
-  batch, one transaction each) against a raw psycopg binary COPY loop straight into
-  ``samples`` (same rows, same batch size, one commit per batch), alternated twice
-  in the same run.
+- ``writer``: S synthetic samples (1,000 series, ~100 ms of instants per 100,000, so
+  every batch touches 1,000 (series, minute) pairs) through
+  :class:`app.agent.writer.Writer` (``write_samples``: binary COPY straight into
+  ``samples`` in a savepoint plus one statement queueing the batch's (series, minute)
+  pairs for the rollups; ``--write-batch`` per batch, ``--write-threads`` batches in
+  flight, one transaction each) against a raw psycopg binary COPY loop straight into
+  ``samples`` (same rows, same batch size, one commit per batch, no rollup queue),
+  alternated ``--rounds`` times in the same run. Load averages (1 min) are printed
+  before and after the part. ``--writer-baseline REV`` adds a third contender in every
+  round: the same Writer with ``write_samples`` as it was at git revision REV (before
+  and after side by side).
 """
 
 from __future__ import annotations
@@ -27,9 +33,12 @@ import logging
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import types
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -254,8 +263,10 @@ def raw_copy(dsn: str, samples: list[Sample], batch: int) -> float:
         return time.perf_counter() - t0
 
 
-def through_writer(engine: Engine, samples: list[Sample], tmp: Path, threads: int) -> float:
-    opt = AgentOptions(batch_max=1000, flush_s=1.0, write_threads=threads)
+def through_writer(
+    engine: Engine, samples: list[Sample], tmp: Path, threads: int, batch: int = 1000
+) -> float:
+    opt = AgentOptions(batch_max=batch, flush_s=1.0, write_threads=threads)
     w = Writer(engine, Spool(tmp, 1 << 30), opt)
     w.start()
     t0 = time.perf_counter()
@@ -268,16 +279,57 @@ def through_writer(engine: Engine, samples: list[Sample], tmp: Path, threads: in
     return elapsed
 
 
-def writer_part(cluster: PgCluster, n: int, tmp: Path, threads: int) -> dict[str, Any]:
+def ingest_at(rev: str) -> Callable[..., int]:
+    """``write_samples`` as app/store/ingest.py had it at git revision ``rev``."""
+    src = subprocess.run(
+        ["git", "show", f"{rev}:app/store/ingest.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    mod = types.ModuleType(f"ingest_at_{rev}")
+    exec(compile(src, f"{rev}:app/store/ingest.py", "exec"), mod.__dict__)
+    fn: Callable[..., int] = mod.write_samples
+    return fn
+
+
+def writer_part(
+    cluster: PgCluster,
+    n: int,
+    tmp: Path,
+    threads: int,
+    batch: int,
+    rounds: int,
+    baseline: str | None = None,
+) -> dict[str, Any]:
+    import app.agent.writer as writer_module
+
+    current = writer_module.write_samples
+    old = ingest_at(baseline) if baseline else None
     cluster.create_database("bench_writer")
-    engine = create_engine(cluster.url("bench_writer"))
+    engine = create_engine(cluster.url("bench_writer"), pool_size=max(5, threads + 1))
     migrate.upgrade(engine)
     dsn = cluster.dsn("bench_writer")
-    rounds = []
-    for k in range(2):
-        raw_s = raw_copy(dsn, make_samples(n, 10_000 * (2 * k + 1)), 1000)
-        w_s = through_writer(engine, make_samples(n, 10_000 * (2 * k + 2)), tmp / f"w{k}", threads)
-        rounds.append((n / raw_s, n / w_s))
+    load0 = os.getloadavg()[0]
+    results = []
+    before: list[float] = []
+    for k in range(rounds):
+        raw_s = raw_copy(dsn, make_samples(n, 10_000 * (3 * k + 1)), batch)
+        w_s = through_writer(
+            engine, make_samples(n, 10_000 * (3 * k + 2)), tmp / f"w{k}", threads, batch
+        )
+        results.append((n / raw_s, n / w_s))
+        if old is not None:
+            writer_module.write_samples = old  # type: ignore[assignment]
+            try:
+                b_s = through_writer(
+                    engine, make_samples(n, 10_000 * (3 * k + 3)), tmp / f"b{k}", threads, batch
+                )
+            finally:
+                writer_module.write_samples = current
+            before.append(n / b_s)
+    load1 = os.getloadavg()[0]
     with engine.connect() as conn:
         stored = conn.execute(text("select count(*) from samples")).scalar_one()
     engine.dispose()
@@ -285,12 +337,27 @@ def writer_part(cluster: PgCluster, n: int, tmp: Path, threads: int) -> dict[str
         "part": "writer",
         "samples_per_round": n,
         "write_threads": threads,
-        "raw_copy_per_s": [round(r) for r, _ in rounds],
-        "writer_per_s": [round(w) for _, w in rounds],
-        "ratio": [round(w / r, 3) for r, w in rounds],
-        "ratio_median": round(statistics.median(w / r for r, w in rounds), 3),
+        "write_batch": batch,
+        "raw_copy_per_s": [round(r) for r, _ in results],
+        "writer_per_s": [round(w) for _, w in results],
+        "ratio": [round(w / r, 3) for r, w in results],
+        "writer_median_per_s": round(statistics.median(w for _, w in results)),
+        "ratio_median": round(statistics.median(w / r for r, w in results), 3),
         "stored": stored,
-        "expected_stored": 4 * n,
+        "expected_stored": (3 if old else 2) * rounds * n,
+        "load1": [round(load0, 2), round(load1, 2)],
+        **(
+            {
+                "baseline": baseline,
+                "baseline_per_s": [round(b) for b in before],
+                "baseline_ratio": [
+                    round(b / r, 3) for b, (r, _) in zip(before, results, strict=True)
+                ],
+                "baseline_median_per_s": round(statistics.median(before)),
+            }
+            if old
+            else {}
+        ),
     }
 
 
@@ -304,6 +371,9 @@ def main() -> None:
     ap.add_argument("--connping-measure", type=float, default=40.0)
     ap.add_argument("--writer-samples", type=int, default=100_000)
     ap.add_argument("--write-threads", type=int, default=AgentOptions().write_threads)
+    ap.add_argument("--write-batch", type=int, default=AgentOptions().batch_max)
+    ap.add_argument("--rounds", type=int, default=3, help="writer: raw/writer alternations")
+    ap.add_argument("--writer-baseline", metavar="REV", help="writer: also run ingest.py at REV")
     args = ap.parse_args()
     parts = args.only or ["sessionping", "connping", "writer"]
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -349,7 +419,17 @@ def main() -> None:
                     )
                     print(results[-1], flush=True)
         if "writer" in parts:
-            results.append(writer_part(cluster, args.writer_samples, tmp, args.write_threads))
+            results.append(
+                writer_part(
+                    cluster,
+                    args.writer_samples,
+                    tmp,
+                    args.write_threads,
+                    args.write_batch,
+                    args.rounds,
+                    args.writer_baseline,
+                )
+            )
             print(results[-1], flush=True)
     finally:
         cluster.stop(mode="immediate")
