@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import threading
 from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import create_engine, text
@@ -313,3 +314,33 @@ def test_migration_upgrades_a_store_with_rows_and_downgrade_unpacks(pg_url: str)
             assert conn.execute(text("select count(*) from samples")).scalar_one() == 60
     finally:
         eng.dispose()
+
+
+def test_a_day_waiting_for_its_rollup_is_not_compacted(engine: Engine) -> None:
+    sid = make_series(engine, "t")["dedicated"]
+    write(engine, regular(sid, D0, 50))  # its minutes are dirty until rolled up
+    with engine.begin() as conn:
+        assert compactable_days(conn, after_days=2) == []
+    roll_up_pending(engine)
+    with engine.begin() as conn:
+        assert compactable_days(conn, after_days=2) == [DAY]
+        # not due yet when it ended less than compact_after_days ago
+        assert compactable_days(conn, after_days=2, now=D0 + timedelta(days=2)) == []
+
+
+def test_compaction_waits_for_a_writer_into_the_packed_day(engine: Engine) -> None:
+    sid = make_series(engine, "t")["dedicated"]
+    write(engine, regular(sid, D0, 50))
+    compact_day(engine, DAY)
+    done = threading.Event()
+    late = [ok(sid, D0 + timedelta(seconds=5 + 10 * i), 70.0) for i in range(10)]
+    with engine.begin() as conn:
+        assert write_samples(conn, late + regular(sid, D0, 50)) == 10
+        # the writer holds the day's shared lock until it commits: compaction waits
+        worker = threading.Thread(target=lambda: (compact_day(engine, DAY), done.set()))
+        worker.start()
+        assert not done.wait(1.0)
+    worker.join(30)
+    assert done.is_set()
+    assert row_count(engine, DAY) == 0
+    assert len(all_rows(engine, [sid])) == 60
