@@ -269,6 +269,17 @@ def write_samples(conn: Connection | psycopg.Connection[Any], samples: Sequence[
     if not samples:
         return 0
     raw = driver_connection(conn)
+    if raw.autocommit:  # no caller transaction (a bare psycopg connection): one of our own
+        with raw.transaction():
+            return _write(conn, raw, samples)
+    return _write(conn, raw, samples)
+
+
+def _write(
+    conn: Connection | psycopg.Connection[Any],
+    raw: psycopg.Connection[Any],
+    samples: Sequence[Sample],
+) -> int:
     pairs = minute_pairs(samples)
     days = {m // _MINUTES_PER_DAY for m, _ in pairs}
     _ensure_days(conn, days)

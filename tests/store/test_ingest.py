@@ -170,8 +170,12 @@ def test_a_plain_psycopg_connection_works_too(engine: Engine, pg_dsn: str) -> No
     with psycopg.connect(pg_dsn) as raw:
         assert write_samples(raw, [ok(sid, day, 10), ok(sid, T0, 10)]) == 2
         assert write_samples(raw, [ok(sid, day, 10)]) == 0
+    with psycopg.connect(pg_dsn, autocommit=True) as raw:
+        # no transaction of the caller's: the writer makes one
+        assert write_samples(raw, [ok(sid, day, 10), ok(sid, day + timedelta(seconds=1), 1)]) == 1
     with engine.connect() as conn:
-        assert conn.execute(text("select count(*) from samples")).scalar_one() == 2
+        assert conn.execute(text("select count(*) from samples")).scalar_one() == 3
+        assert _dirty(conn) == _expected_dirty(conn)
 
 
 @pytest.mark.parametrize(
