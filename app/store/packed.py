@@ -206,10 +206,15 @@ def drop_packed_duplicates(
     conn: Connection | psycopg.Connection[Any], samples: Sequence[Sample]
 ) -> list[Sample]:
     """``samples`` without those already stored in packed form (same series_id and
-    scheduled_at), for the writer. No query unless a sample is older than yesterday
-    (UTC); one more only when such a day has been packed. Holds a shared lock on each
-    packed day it touches until the caller's transaction ends, so a concurrent
-    compaction of that day waits for the write."""
+    scheduled_at), for the writer.
+
+    No query unless a sample is older than yesterday (UTC; compaction never touches
+    younger days). Otherwise it takes a shared lock on each such day, held until the
+    caller's transaction ends (a compaction of the day waits for the write, and a
+    compaction under way makes the write wait until it committed), then one query on
+    ``samples_packed_days``, and only when a day is packed one more reading the packed
+    (series, hour) rows the batch touches.
+    """
     today = datetime.now(UTC).date()
     old = {
         s.scheduled_at.astimezone(UTC).date()
@@ -220,17 +225,20 @@ def drop_packed_duplicates(
         return list(samples)
     raw = driver_connection(conn)
     with raw.cursor() as cur:
+        cur.execute(
+            "select count(pg_advisory_xact_lock_shared(%s, d - date '0001-01-01' + 1)) "
+            "from unnest(%s::date[]) d",
+            (PACK_LOCK, sorted(old)),
+        )
+        # a new statement, so it sees what a compaction we waited for committed
         cur.execute("select day from samples_packed_days where day = any(%s)", (sorted(old),))
-        packed = sorted(r[0] for r in cur.fetchall())
+        packed = {r[0] for r in cur.fetchall()}
         if not packed:
             return list(samples)
-        for d in packed:
-            cur.execute("select pg_advisory_xact_lock_shared(%s, %s)", (PACK_LOCK, d.toordinal()))
-        pset = set(packed)
         keys = {
             (s.series_id, _hour(s.scheduled_at))
             for s in samples
-            if s.scheduled_at.astimezone(UTC).date() in pset
+            if s.scheduled_at.astimezone(UTC).date() in packed
         }
         sids = [k[0] for k in keys]
         hours = [k[1] for k in keys]

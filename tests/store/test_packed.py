@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import threading
+import time
 from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import create_engine, text
@@ -344,3 +345,39 @@ def test_compaction_waits_for_a_writer_into_the_packed_day(engine: Engine) -> No
     assert done.is_set()
     assert row_count(engine, DAY) == 0
     assert len(all_rows(engine, [sid])) == 60
+
+
+def _wait_for_lock_waiters(engine: Engine, n: int) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with engine.begin() as conn:
+            waiting = conn.execute(
+                text("select count(*) from pg_locks where locktype = 'advisory' and not granted")
+            ).scalar_one()
+        if waiting >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {n} sessions waiting for an advisory lock")
+
+
+def test_a_replay_racing_the_first_compaction_is_not_duplicated(engine: Engine) -> None:
+    sid = make_series(engine, "t")["dedicated"]
+    first = regular(sid, D0, 50)
+    write(engine, first)
+    roll_up_pending(engine)
+    got: dict[str, object] = {}
+    with engine.begin() as conn:
+        write_samples(conn, [ok(sid, D0 + timedelta(seconds=5), 70.0)])  # holds the day
+        comp = threading.Thread(target=lambda: got.update(c=compact_day(engine, DAY)))
+        comp.start()
+        _wait_for_lock_waiters(engine, 1)
+        # a replay (10 stored samples, 1 new) arrives while the compaction waits
+        replay = [*first[:10], ok(sid, D0 + timedelta(seconds=15), 80.0)]
+        writer = threading.Thread(target=lambda: got.update(w=write(engine, replay)))
+        writer.start()
+        _wait_for_lock_waiters(engine, 2)
+    comp.join(30)
+    writer.join(30)
+    assert got["w"] == 1
+    rows = all_rows(engine, [sid])
+    assert len(rows) == 52 and len({r[1] for r in rows}) == 52
