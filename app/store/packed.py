@@ -33,6 +33,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from app.samples import Sample
 from app.store.layout import COLUMNS, ORIGIN_SQL, driver_connection, no_jit
+from app.store.partitions import PARTITION_LOCK
 
 # pg_advisory_xact_lock(PACK_LOCK, day ordinal): compaction holds it exclusively, a
 # writer into a packed day shares it while it checks and inserts.
@@ -113,10 +114,22 @@ class CompactReport:
 
 def compact_day(engine: Engine, day: date) -> CompactReport:
     """Rewrite one UTC day into packed rows (merging rows packed before) and empty its
-    row partition, in one transaction. Idempotent: a second run finds nothing to do."""
+    row partition, in one transaction. Idempotent: a second run finds nothing to do.
+
+    Locks: the day's advisory lock (writers into the day wait), EXCLUSIVE on the row
+    partition while packing (readers go on), then ACCESS EXCLUSIVE on it only for the
+    final swap (DELETE + INSERT of the day's packed rows, TRUNCATE of the row
+    partition). Readers lock the row partition before the packed one, and so does this,
+    so the two cannot deadlock; the packed partition is created beforehand in its own
+    transaction, never while a reader could hold the row partition.
+    """
     t0 = time.perf_counter()
     report = CompactReport(day=day)
     row_part, packed_part = day_part(day), day_part(day, PACKED_PREFIX)
+    with engine.begin() as conn:
+        if conn.execute(text("select to_regclass(:p)"), {"p": packed_part}).scalar() is None:
+            conn.execute(text("select pg_advisory_xact_lock(:k)"), {"k": PARTITION_LOCK})
+            conn.execute(text("select connwatch_ensure_packed_partition(:d)"), {"d": day})
     with engine.begin() as conn:
         no_jit(conn)
         conn.exec_driver_sql("set local max_parallel_workers_per_gather = 0")
@@ -134,14 +147,14 @@ def compact_day(engine: Engine, day: date) -> CompactReport:
         if not pending and packed_before:
             report.seconds = time.perf_counter() - t0
             return report
-        conn.execute(text("select connwatch_ensure_packed_partition(:d)"), {"d": day})
         conn.exec_driver_sql(
             f"create temp table _cw_pack on commit drop as {_pack_sql(row_part, packed_part)}"
         )
         report.packed_rows, report.samples = conn.exec_driver_sql(
             "select count(*), coalesce(sum(n), 0) from _cw_pack"
         ).one()
-        conn.exec_driver_sql(f'truncate "{packed_part}"')
+        conn.exec_driver_sql(f'lock table "{row_part}" in access exclusive mode')
+        conn.exec_driver_sql(f'delete from "{packed_part}"')
         conn.exec_driver_sql(f'insert into "{packed_part}" select * from _cw_pack')
         conn.exec_driver_sql(f'truncate "{row_part}"')
         conn.execute(

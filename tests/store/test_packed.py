@@ -8,6 +8,7 @@ import threading
 import time
 from datetime import UTC, date, datetime, timedelta
 
+import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
 
@@ -381,3 +382,36 @@ def test_a_replay_racing_the_first_compaction_is_not_duplicated(engine: Engine) 
     assert got["w"] == 1
     rows = all_rows(engine, [sid])
     assert len(rows) == 52 and len({r[1] for r in rows}) == 52
+
+
+@pytest.mark.parametrize("again_after_a_late_write", [False, True])
+def test_a_reader_of_the_day_and_its_compaction_do_not_deadlock(
+    engine: Engine, again_after_a_late_write: bool
+) -> None:
+    sid = make_series(engine, "t")["dedicated"]
+    samples = regular(sid, D0, 400)
+    write(engine, samples[:300] if again_after_a_late_write else samples)
+    if again_after_a_late_write:
+        compact_day(engine, DAY)
+        write(engine, samples[300:])
+    roll_up_pending(engine)
+    got: dict[str, object] = {}
+    end = D0 + timedelta(days=1)
+    with engine.begin() as conn:
+        first = read_samples(conn, series_ids=[sid], start=D0, end=end, limit=1000).samples
+        comp = threading.Thread(target=lambda: got.update(c=compact_day(engine, DAY)))
+        comp.start()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:  # the compaction waits for this reader
+            with engine.begin() as other:
+                if other.execute(
+                    text(
+                        "select count(*) from pg_locks where locktype = 'relation' and not granted"
+                    )
+                ).scalar_one():
+                    break
+            time.sleep(0.05)
+        again = read_samples(conn, series_ids=[sid], start=D0, end=end, limit=1000).samples
+        assert again == first and len(first) == 400
+    comp.join(30)
+    assert got["c"].samples == 400  # type: ignore[attr-defined]
