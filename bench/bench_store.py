@@ -6,7 +6,10 @@ Usage (a throw-away PostgreSQL from Debian's binaries unless --url is given):
     .venv/bin/python bench/bench_store.py --series 10 --days 7 --rollup-days 60   # quick
 
 With --url and --reuse an existing synthetic dataset is measured again without
-regenerating it. Every figure is printed; nothing is asserted.
+regenerating it. After generating, every day that ended --compact-after-days ago is
+compacted (packed form, app/store/packed.py) unless --no-compact; bytes per sample are
+reported for both forms, and the raw reads inside those days before and after.
+Every figure is printed; nothing is asserted.
 """
 
 from __future__ import annotations
