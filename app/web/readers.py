@@ -133,29 +133,32 @@ def points_for(span: timedelta, requested: int | None) -> int:
 
 
 def _failure_codes(
-    conn: Connection, mode: ModeInfo, probe: str, start: datetime, end: datetime, step: timedelta
-) -> dict[datetime, dict[str, int]]:
-    """Error codes per chart bucket, from the store's failed raw samples (newest 2000).
+    conn: Connection, owner: dict[int, int], start: datetime, end: datetime, step: timedelta
+) -> dict[int, dict[datetime, dict[str, int]]]:
+    """Per mode id, error codes per chart bucket, from the store's failed raw samples.
 
-    Failures are rare and indexed (a partial index), so this stays cheap; beyond the
-    raw horizon or the cap, markers keep their counts without codes.
+    One read for every charted series (the newest 2000 per mode charted), only when
+    some bucket failed. Failures are rare and indexed (a partial index), so this stays
+    cheap; beyond the raw horizon or the cap, markers keep their counts without codes.
     """
-    ids = [s.id for s in mode.series if s.probe == probe]
-    if not ids:
+    if not owner:
         return {}
     page = read_samples(
         conn,
-        series_ids=ids,
+        series_ids=list(owner),
         statuses=["error", "timeout"],
         start=start,
         end=end,
-        limit=MAX_FAILED_SAMPLES,
+        limit=MAX_FAILED_SAMPLES * len(set(owner.values())),
     )
-    out: dict[datetime, dict[str, int]] = defaultdict(dict)
+    out: dict[int, dict[datetime, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
     for s in page.samples:
+        if s.series_id is None:
+            continue
         bucket = start + ((s.scheduled_at - start) // step) * step
         code = s.error_code or str(s.status)
-        out[bucket][code] = out[bucket].get(code, 0) + 1
+        per = out[owner[s.series_id]][bucket]
+        per[code] = per.get(code, 0) + 1
     return out
 
 
@@ -180,6 +183,8 @@ def target_timeseries(
     grouped = _by_mode(res.points, owner)
     out_modes: list[ModeTimeseries] = []
     marks: list[ErrorMark] = []
+    failed_any = any(p.n_error + p.n_timeout for p in res.points)
+    codes_of = _failure_codes(conn, owner, res.start, res.end, res.step) if failed_any else {}
     for m in modes:
         best: dict[datetime, Point] = {}
         for p in grouped.get(m.id, []):
@@ -203,7 +208,7 @@ def target_timeseries(
                 errors=[p.n_error + p.n_timeout for p in pts],
             )
         )
-        codes = _failure_codes(conn, m, probe, res.start, res.end, res.step)
+        codes = codes_of.get(m.id, {})
         for p in pts:
             failed = p.n_error + p.n_timeout
             if failed:
