@@ -6,7 +6,8 @@
 3. a local PostgreSQL target (``<data_dir>/demo-pg``: TCP and unix socket) and,
    when Debian's pgbouncer is installed, pgbouncer in session and transaction mode;
 4. demo targets for all of them (imported like any targets file; upserted by name);
-5. optionally a year of synthetic history (``--history``);
+5. optionally a year of synthetic history for those targets' series (``--history``:
+   :func:`load_history`; samples marked ``agent = 'synthetic'``);
 6. the agent and the dashboard in this process, until Ctrl-C, then everything stops.
 """
 
@@ -18,7 +19,7 @@ import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from sqlalchemy import text
@@ -27,6 +28,9 @@ from sqlalchemy.engine import Engine
 from app.config import Settings
 from app.credentials import Vault
 from app.targets import TargetsFile, dump_yaml, import_targets, parse_targets
+
+if TYPE_CHECKING:
+    from app.store.synthetic import HistorySeries
 
 log = logging.getLogger(__name__)
 
@@ -201,21 +205,82 @@ def load_demo_targets(engine: Engine, settings: Settings, doc: TargetsFile) -> N
         import_targets(conn, doc, vault)
 
 
-def load_history(engine: Engine) -> None:
-    from app.store import synthetic
+# raw samples at each series' own interval for this many days; hour/day rollups for the year
+HISTORY_RAW_DAYS = 7
+HISTORY_DAYS = 365
+# synthetic history only: more instances than the simulator has, so the instance
+# breakdown of ``sales`` shows two lines (a two-node RAC's worth)
+HISTORY_INSTANCES = {"sales-sim": ("SALES1", "SALES2")}
+_HISTORY_FACTOR = {"sales-sim": 1.0, "hr-sim": 1.12}
+
+
+def history_series(engine: Engine) -> list[HistorySeries]:
+    """The enabled series of the demo's targets, described for the history generator."""
+    from app.agent.phase import phase_offset_ms
+    from app.store.synthetic import HistorySeries
 
     with engine.connect() as conn:
-        done = conn.execute(
-            text("select count(*) from targets where name like 'history-%'")
-        ).scalar_one()
-    if done:
+        rows = conn.execute(
+            text(
+                "select s.id, s.probe, s.interval_ms, s.site, m.kind as mode, m.params, "
+                "t.name, t.kind, t.dsn from series s join modes m on m.id = s.mode_id "
+                "join targets t on t.id = m.target_id where s.enabled and m.enabled "
+                "and t.enabled and t.labels ->> 'demo' = 'true' order by s.id"
+            )
+        ).all()
+    out: list[HistorySeries] = []
+    for r in rows:
+        address, _, service = str(r.dsn).partition("/")
+        if r.kind == "oracle":
+            instances = HISTORY_INSTANCES.get(r.name, (f"{r.name.removesuffix('-sim')}1".upper(),))
+        else:  # what app.drivers.postgres reports: host (or socket directory) and port
+            host, _, port = address.rpartition(":")
+            instances = (f"{r.params.get('host', host)}:{r.params.get('port', port)}",)
+        out.append(
+            HistorySeries(
+                id=r.id,
+                probe=r.probe,
+                mode=r.mode,
+                target_kind=r.kind,
+                interval_ms=r.interval_ms,
+                offset_ms=phase_offset_ms(r.id, r.interval_ms),
+                factor=_HISTORY_FACTOR.get(r.name, 1.0),
+                instances=instances,
+                service=service.upper() if r.kind == "oracle" else service,
+                site=r.site,
+            )
+        )
+    return out
+
+
+def load_history(engine: Engine, settings: Settings, *, raw_days: int = HISTORY_RAW_DAYS) -> None:
+    """A year of synthetic history for every enabled demo series, ending just before
+    its first live sample (or now); then the closed raw days are compacted.
+
+    Samples carry ``agent = 'synthetic'``. A series that already has older data is
+    left alone, so a second ``demo --history`` adds nothing.
+    """
+    import time
+
+    from app.store import synthetic
+    from app.store.packed import compact_pending
+
+    t0 = time.perf_counter()
+    series = history_series(engine)
+    typer.echo(
+        f"  synthetic history for {len(series)} demo series: {raw_days} days raw, "
+        f"{HISTORY_DAYS} days of rollups (about two minutes on 2 cores)..."
+    )
+    rep = synthetic.backfill(engine, series, raw_days=raw_days, rollup_days=HISTORY_DAYS)
+    if not rep.series_ids:
         typer.echo("  synthetic history already loaded")
         return
-    typer.echo("  loading a year of synthetic history (a few minutes on 2 cores)...")
-    synthetic.generate(engine, series=12, days=35, rollup_days=365, interval_s=60, prefix="history")
-    with engine.begin() as conn:
-        # history only: nobody should probe these made-up hosts
-        conn.execute(text("update targets set enabled = false where name like 'history-%'"))
+    packed = compact_pending(engine, after_days=settings.compact_after_days, max_days=raw_days)
+    typer.echo(
+        f"  synthetic history: {rep.raw_samples} raw samples (agent 'synthetic'), "
+        f"{rep.rollup_rows} older rollup rows, {len(packed)} days packed, "
+        f"{time.perf_counter() - t0:.0f} s"
+    )
 
 
 def run(settings: Settings, *, host: str | None, port: int | None, history: bool) -> None:
@@ -230,6 +295,6 @@ def run(settings: Settings, *, host: str | None, port: int | None, history: bool
         load_demo_targets(engine, settings, doc)
         typer.echo(f"  {len(doc.targets)} demo targets loaded")
         if history:
-            load_history(engine)
+            load_history(engine, settings)
         engine.dispose()
         _run_web(settings, host, port, with_agent=True)

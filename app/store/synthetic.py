@@ -37,7 +37,7 @@ from sqlalchemy.engine import Connection, Engine
 from app.store.hist import bucket_index, bucket_value
 from app.store.layout import driver_connection, rollup_value_columns
 from app.store.partitions import ensure_rollup_partitions, ensure_sample_days
-from app.store.rollups import roll_up_pending, weeks_backfill_sql
+from app.store.rollups import mark_dirty, roll_up_pending, weeks_backfill_sql
 
 MODE_MEDIAN_MS = {"dedicated": 61.0, "shared": 44.0, "pooled": 46.0}
 SERVER_TYPE = {"dedicated": "DEDICATED", "shared": "SHARED", "pooled": "POOLED"}
@@ -51,6 +51,7 @@ ERRORS: tuple[tuple[int, str, str, str, str], ...] = (
 )
 _PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 _PHASES = ("total", "logon", "logoff")
+_NO_INDEX = np.int16(np.iinfo(np.int16).max)  # sorts after every real bucket index
 Progress = Callable[[str], None]
 
 
@@ -253,62 +254,113 @@ def _write_raw_day(
     return written
 
 
-def _hist(idx: npt.NDArray[np.int16]) -> tuple[list[int], list[int]]:
-    i, c = np.unique(idx, return_counts=True)
-    return i.tolist(), c.tolist()
-
-
 def _rollup_rows(
     series: list[_Series], d: _Day, day_start: datetime, width_s: int, interval_s: int
 ) -> list[tuple[Any, ...]]:
     """Rollup rows (columns of :func:`rollup_value_columns` for the 3 phases) of one day."""
     per = width_s // interval_s
-    slots = d.total.shape[1]
-    out: list[tuple[Any, ...]] = []
     vals = {"total": d.total, "logon": d.logon, "logoff": d.logoff}
     idxs = {p: bucket_index(np.maximum(v, 1)) for p, v in vals.items()}
+    out: list[tuple[Any, ...]] = []
     for i, s in enumerate(series):
-        for b in range(slots // per):
-            sl = slice(b * per, (b + 1) * per)
-            st = d.status[i, sl]
-            okm = st == 0
-            n_ok = int(okm.sum())
-            n_err = int((st == 1).sum())
-            n_to = int((st == 2).sum())
-            ecls: dict[str, int] | None = None
-            ecode: dict[str, int] | None = None
-            if n_err or n_to:
-                ecls, ecode = {}, {}
-                for e, c in zip(*np.unique(d.err[i, sl][~okm], return_counts=True), strict=True):
-                    spec = ERRORS[int(e)]
-                    ecls[spec[1]] = ecls.get(spec[1], 0) + int(c)
-                    ecode[spec[2]] = ecode.get(spec[2], 0) + int(c)
-            row: list[Any] = [
-                s.id,
-                day_start + timedelta(seconds=b * width_s),
-                per,
-                n_ok,
-                n_err,
-                n_to,
-                0,
-                Jsonb(ecls) if ecls else None,
-                Jsonb(ecode) if ecode else None,
-            ]
-            for p in ("total", "logon", "ping", "query", "logoff", "commit", "acquire"):
-                if p not in vals or n_ok == 0:
-                    row += [None] * 9
-                    continue
-                v = vals[p][i, sl][okm]
-                hi, hc = _hist(idxs[p][i, sl][okm])
-                srt = np.sort(v)
-                qs = []
-                cum = np.cumsum(hc)
-                for q in (0.5, 0.95, 0.99):
-                    rank = max(1, math.ceil(q * n_ok - 1e-9))
-                    rep = float(bucket_value(hi[int(np.searchsorted(cum, rank))]))
-                    qs.append(min(max(rep, float(srt[0])), float(srt[-1])))
-                row += [n_ok, int(srt[0]), int(srt[-1]), int(v.sum()), *qs, hi, hc]
-            out.append(tuple(row))
+        out += _bucket_rows(
+            s.id,
+            {p: (v[i], idxs[p][i]) for p, v in vals.items()},
+            d.status[i],
+            d.err[i],
+            ERRORS,
+            day_start,
+            width_s,
+            per,
+        )
+    return out
+
+
+def _bucket_rows(
+    series_id: int,
+    phases: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.int16]]],
+    status: npt.NDArray[np.uint8],
+    err: npt.NDArray[np.int8],
+    errors: tuple[tuple[int, str, str, str, str], ...],
+    day_start: datetime,
+    width_s: int,
+    per: int,
+) -> list[tuple[Any, ...]]:
+    """Rollup rows of one series and day: buckets of ``per`` consecutive slots.
+
+    ``phases`` maps a timing phase to (values ns, their histogram bucket indexes);
+    phases absent from it are NULL in every row (not measured by that probe kind).
+    """
+    nb = status.shape[0] // per
+    st = status[: nb * per].reshape(nb, per)
+    okm = st == 0
+    n_ok = okm.sum(axis=1)
+    n_err = (st == 1).sum(axis=1)
+    n_to = (st == 2).sum(axis=1)
+    cols: dict[str, list[list[Any]]] = {}
+    for p, (values, index) in phases.items():
+        # the ok samples' bucket indexes sorted per bucket (failures last, as a sentinel):
+        # the nearest-rank value of rank r lies in bucket srt[r - 1], as in the merged form
+        idx = np.sort(np.where(okm, index[: nb * per].reshape(nb, per), _NO_INDEX), axis=1)
+        v = values[: nb * per].reshape(nb, per)
+        big = np.iinfo(np.int64).max
+        vmin = np.where(okm, v, big).min(axis=1)
+        vmax = np.where(okm, v, -1).max(axis=1)
+        vsum = np.where(okm, v, 0).sum(axis=1)
+        qs = []
+        for q in (0.5, 0.95, 0.99):
+            rank = np.maximum(1, np.ceil(q * n_ok - 1e-9).astype(np.int64))
+            at = np.where(n_ok > 0, idx[np.arange(nb), np.minimum(rank, per) - 1], 0)
+            rep = bucket_value(at)
+            qs.append(np.minimum(np.maximum(rep, vmin.astype(np.float64)), vmax.astype(np.float64)))
+        first = np.ones((nb, per), dtype=bool)
+        first[:, 1:] = idx[:, 1:] != idx[:, :-1]
+        rows: list[list[Any]] = []
+        for b in range(nb):
+            if n_ok[b] == 0:
+                rows.append([None] * 9)
+                continue
+            starts = np.flatnonzero(first[b, : n_ok[b]])
+            counts = np.diff(np.append(starts, n_ok[b]))
+            rows.append(
+                [
+                    int(n_ok[b]),
+                    int(vmin[b]),
+                    int(vmax[b]),
+                    int(vsum[b]),
+                    float(qs[0][b]),
+                    float(qs[1][b]),
+                    float(qs[2][b]),
+                    idx[b, starts].tolist(),
+                    counts.tolist(),
+                ]
+            )
+        cols[p] = rows
+    out: list[tuple[Any, ...]] = []
+    for b in range(nb):
+        ecls: dict[str, int] | None = None
+        ecode: dict[str, int] | None = None
+        if n_err[b] or n_to[b]:
+            ecls, ecode = {}, {}
+            bad = err[b * per : (b + 1) * per][~okm[b]]
+            for e, c in zip(*np.unique(bad, return_counts=True), strict=True):
+                spec = errors[int(e)]
+                ecls[spec[1]] = ecls.get(spec[1], 0) + int(c)
+                ecode[spec[2]] = ecode.get(spec[2], 0) + int(c)
+        row: list[Any] = [
+            series_id,
+            day_start + timedelta(seconds=b * width_s),
+            per,
+            int(n_ok[b]),
+            int(n_err[b]),
+            int(n_to[b]),
+            0,
+            Jsonb(ecls) if ecls else None,
+            Jsonb(ecode) if ecode else None,
+        ]
+        for p in ("total", "logon", "ping", "query", "logoff", "commit", "acquire"):
+            row += cols[p][b] if p in cols else [None] * 9
+        out.append(tuple(row))
     return out
 
 
@@ -422,5 +474,407 @@ def generate(
             conn.execute(text(weeks_backfill_sql()))
         conn.execute(text("analyze rollup_1m; analyze rollup_1h; analyze rollup_1d"))
         conn.execute(text("analyze rollup_1w"))
+    report.seconds["rollup_history"] = time.perf_counter() - t2
+    return report
+
+
+# --------------------------------------------------------------------------- backfill
+#
+# History for series that already exist (the demo's targets), shaped like what the
+# live probes write: every phase the probe kind measures, identity columns, and
+# ``agent = 'synthetic'`` plus ``extra = {"synthetic": true}`` on every sample.
+
+SYNTHETIC_AGENT = "synthetic"
+ORACLE_MODES = ("dedicated", "shared", "pooled")
+# what app.drivers write into server_type per mode (Oracle: sys_context; PostgreSQL: route)
+MODE_SERVER_TYPE = {
+    "dedicated": "DEDICATED",
+    "shared": "SHARED",
+    "pooled": "POOLED",
+    "direct": "DIRECT",
+    "unix": "DIRECT/UNIX",
+    "pgbouncer_session": "PGBOUNCER_SESSION",
+    "pgbouncer_transaction": "PGBOUNCER_TRANSACTION",
+}
+# logon medians (ms) of PostgreSQL modes on one machine, next to the Oracle ones above
+PG_LOGON_MEDIAN_MS = {
+    "direct": 4.0,
+    "unix": 2.6,
+    "pgbouncer_session": 1.3,
+    "pgbouncer_transaction": 1.3,
+}
+# (median ms, lognormal sigma) of the short phases: Oracle, PostgreSQL
+_PHASE_MS = {
+    "oracle": {"ping": (0.45, 0.3), "query": (0.75, 0.3), "logoff": (1.8, 0.3)},
+    "postgres": {"ping": (0.12, 0.3), "query": (0.2, 0.3), "logoff": (0.15, 0.3)},
+}
+_COMMIT_MS, _ACQUIRE_MS = (1.5, 0.3), (0.6, 0.3)
+# timed phases each probe kind writes (total always)
+PROBE_PHASES = {
+    "connping": ("logon", "ping", "query", "logoff"),
+    "sessionping": ("ping", "query"),
+    "commit": ("commit",),
+    "poolacquire": ("acquire", "query"),
+}
+_ERROR_PHASE = {"connping": "logon", "sessionping": "ping", "commit": "commit"}
+_ERROR_PHASE["poolacquire"] = "acquire"
+_ORACLE_SESSION_ERRORS: tuple[tuple[int, str, str, str, str], ...] = (
+    (1, "ORA", "ORA-03113", "", "end-of-file on communication channel"),
+    (1, "DPY", "DPY-4011", "", "the database or network closed the connection"),
+    (2, "TIMEOUT", "TIMEOUT", "", "no answer within the timeout"),
+)
+_PG_ERRORS: tuple[tuple[int, str, str, str, str], ...] = (
+    (1, "NET", "NET-ECONNREFUSED", "", "connection refused"),
+    (1, "PG", "PG-57P03", "", "the database system is starting up"),
+    (1, "PG", "PG-53300", "", "sorry, too many clients already"),
+    (2, "TIMEOUT", "TIMEOUT", "", "no answer within the timeout"),
+)
+_EXTRA = b'\x01{"synthetic": true}'  # jsonb in binary COPY: version 1, then the text
+
+
+@dataclass(frozen=True, slots=True)
+class HistorySeries:
+    """One existing series to backfill and what its samples look like.
+
+    ``offset_ms`` is the series' phase within its interval (the agent's
+    ``app.agent.phase.phase_offset_ms``), so history instants lie on the live grid;
+    ``instances`` are spread over its samples (two give a two-line instance
+    breakdown); ``factor`` scales its logon median (one database slower than another).
+    """
+
+    id: int
+    probe: str
+    mode: str
+    target_kind: str
+    interval_ms: int
+    offset_ms: int = 0
+    factor: float = 1.0
+    instances: tuple[str, ...] = ("ORCL1",)
+    service: str | None = None
+    site: str = "default"
+
+    @property
+    def errors(self) -> tuple[tuple[int, str, str, str, str], ...]:
+        phase = _ERROR_PHASE[self.probe]
+        if self.target_kind == "postgres":
+            base = _PG_ERRORS
+        elif self.probe in ("connping", "poolacquire"):
+            base = ERRORS
+        else:
+            base = _ORACLE_SESSION_ERRORS
+        return tuple((st, c, code, phase, msg) for st, c, code, _, msg in base)
+
+
+@dataclass(slots=True)
+class BackfillReport:
+    series_ids: list[int] = field(default_factory=list)  # backfilled now
+    skipped: list[int] = field(default_factory=list)  # already had their history
+    ends: dict[int, datetime] = field(default_factory=dict)  # last synthetic instant
+    raw_samples: int = 0
+    rollup_rows: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _SeriesDay:
+    phases: dict[str, npt.NDArray[np.int64]]  # ns; 0 where failed
+    status: npt.NDArray[np.uint8]
+    err: npt.NDArray[np.int8]
+
+
+def _us(at: datetime) -> int:
+    delta = at - _PG_EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _grid_before(s: HistorySeries, before: datetime) -> datetime:
+    """The series' last scheduled instant strictly before ``before``."""
+    off_us, step_us = s.offset_ms * 1000, s.interval_ms * 1000
+    t = _us(before) - 1
+    return _PG_EPOCH + timedelta(microseconds=t - (t - off_us) % step_us)
+
+
+def _slots(s: HistorySeries) -> int:
+    if s.interval_ms < 1000 or 86_400_000 % s.interval_ms:
+        raise ValueError(f"series {s.id}: interval {s.interval_ms} ms does not divide a day")
+    return 86_400_000 // s.interval_ms
+
+
+def _simulate_series_day(s: HistorySeries, day: date, seed: int) -> _SeriesDay:
+    """One UTC day of one series: slot k is due at day start + offset + k * interval."""
+    rng = np.random.default_rng([seed, s.id, day.toordinal()])
+    slots = _slots(s)
+    interval_s = s.interval_ms / 1000.0
+    hod = (s.offset_ms / 1000.0 + np.arange(slots) * interval_s) / 3600.0
+    business = 1.0 + 0.08 * np.exp(-(((hod - 14.0) / 4.0) ** 2))
+    weekday = 1.03 if day.weekday() < 5 else 0.97
+    walk = math.exp(0.03 * math.sin(day.toordinal() / 9.0 + s.id))
+    load = business * (weekday * walk)
+    oracle = s.target_kind == "oracle"
+    ms: dict[str, npt.NDArray[np.float64]] = {}
+    for p in PROBE_PHASES[s.probe]:
+        if p == "logon":
+            med = (MODE_MEDIAN_MS if oracle else PG_LOGON_MEDIAN_MS)[s.mode] * s.factor
+            ms[p] = med * load * rng.lognormal(0.0, 0.15, slots)
+            continue
+        if p == "commit":
+            med, sigma = _COMMIT_MS
+        elif p == "acquire":
+            med, sigma = _ACQUIRE_MS
+        else:
+            med, sigma = _PHASE_MS["oracle" if oracle else "postgres"][p]
+        ms[p] = med * load * rng.lognormal(0.0, sigma, slots)
+    lead = PROBE_PHASES[s.probe][0]  # the phase that suffers: logon, ping, commit, acquire
+    tail = rng.random(slots) < 0.005
+    ms[lead][tail] *= rng.uniform(1.5, 4.0, int(tail.sum()))
+    status = np.zeros(slots, dtype=np.uint8)
+    err = np.full(slots, -1, dtype=np.int8)
+    errors = s.errors
+    if rng.random() < 0.25:  # a spike: 0.5-3 minutes at 3-8x
+        start = int(rng.integers(0, slots))
+        length = max(1, int(rng.integers(30, 180) / interval_s))
+        ms[lead][start : start + length] *= rng.uniform(3.0, 8.0)
+    if rng.random() < 0.12:  # an error run of 1-12 minutes
+        start = int(rng.integers(0, slots))
+        length = max(1, int(rng.integers(60, 720) / interval_s))
+        e = int(rng.integers(0, len(errors)))
+        status[start : start + length] = errors[e][0]
+        err[start : start + length] = e
+    lone = (rng.random(slots) < 2e-4) & (status == 0)
+    status[lone] = errors[0][0]
+    err[lone] = 0
+    failed = status != 0
+    phases = {p: (v * 1e6).astype(np.int64) for p, v in ms.items()}
+    overhead = (rng.uniform(0.05, 0.3, slots) * 1e6).astype(np.int64)
+    phases["total"] = sum(phases.values(), overhead)
+    for v in phases.values():
+        v[failed] = 0
+    return _SeriesDay(phases, status, err)
+
+
+def _ints(rng: np.random.Generator, lo: int, hi: int, n: int) -> npt.NDArray[np.int64]:
+    return np.asarray(rng.integers(lo, hi, n), dtype=np.int64)
+
+
+def _write_series_day(
+    cur: Any, s: HistorySeries, day: date, d: _SeriesDay, until: datetime, seed: int
+) -> int:
+    """COPY one series' day into its partition (instants up to ``until`` inclusive)."""
+    rng = np.random.default_rng([seed, s.id, day.toordinal(), 7])
+    slots = d.status.shape[0]
+    day_us = _us(datetime(day.year, day.month, day.day, tzinfo=UTC))
+    sched = day_us + s.offset_ms * 1000 + np.arange(slots, dtype=np.int64) * s.interval_ms * 1000
+    keep = sched <= _us(until)
+    part = f"samples_p{day:%Y%m%d}"
+    oracle = s.target_kind == "oracle"
+    inst = _ints(rng, 0, len(s.instances), slots)
+    lo, hi = (30, 70) if s.mode == "pooled" else (20, 900)  # DRCP: a few pooled servers
+    sid = _ints(rng, lo, hi, slots)
+    if s.probe in ("sessionping", "commit"):  # one kept session: its identity changes rarely
+        sid[:] = sid[0]
+    serial = _ints(rng, 1, 60000, slots)
+    start_dev = _ints(rng, 50, 2000, slots)
+    written = 0
+    server_type = MODE_SERVER_TYPE[s.mode].encode()
+    for k, name in enumerate(s.instances):
+        ok = np.nonzero(keep & (d.status == 0) & (inst == k))[0]
+        if ok.size == 0:
+            continue
+        fields: list[tuple[str, str, Any]] = [
+            ("series_id", ">i4", s.id),
+            ("scheduled_at", ">i8", sched[ok]),
+            ("started_at", ">i8", sched[ok] + start_dev[ok]),
+            ("status", "S2", b"ok"),
+        ]
+        fields += [(f"{p}_ns", ">i8", v[ok]) for p, v in d.phases.items()]
+        if oracle and s.probe == "connping":
+            fields.append(("round_trips", ">i2", 5))
+        fields.append(("sid", ">i4", sid[ok]))
+        if oracle:
+            fields.append(("serial", ">i4", serial[ok]))
+        fields.append(("instance", f"S{len(name.encode())}", name.encode()))
+        if s.service:
+            fields.append(("service", f"S{len(s.service.encode())}", s.service.encode()))
+        fields += [
+            ("server_type", f"S{len(server_type)}", server_type),
+            ("agent", f"S{len(SYNTHETIC_AGENT)}", SYNTHETIC_AGENT.encode()),
+            ("site", f"S{len(s.site.encode())}", s.site.encode()),
+            ("extra", f"S{len(_EXTRA)}", _EXTRA),
+        ]
+        cols = ", ".join(f[0] for f in fields)
+        with cur.copy(f"copy {part} ({cols}) from stdin (format binary)") as cp:
+            cp.write(_COPY_HEADER)
+            cp.write(_binary_copy_rows([(dt, v) for _, dt, v in fields], ok.size))
+            cp.write(_COPY_TRAILER)
+        written += ok.size
+    bad = np.nonzero(keep & (d.status != 0))[0]
+    if bad.size:
+        cols = (
+            "series_id, scheduled_at, started_at, status, error_class, error_code, "
+            "error_phase, error_message, agent, site, extra"
+        )
+        errors = s.errors
+        with cur.copy(f"copy {part} ({cols}) from stdin") as cp:
+            for j in bad.tolist():
+                e = errors[int(d.err[j])]
+                at = _PG_EPOCH + timedelta(microseconds=int(sched[j]))
+                status = "error" if e[0] == 1 else "timeout"
+                cp.write_row(
+                    (
+                        s.id,
+                        at,
+                        at,
+                        status,
+                        *e[1:],
+                        SYNTHETIC_AGENT,
+                        s.site,
+                        Jsonb({"synthetic": True}),
+                    )
+                )
+        written += bad.size
+    return written
+
+
+def _series_rollups(
+    s: HistorySeries, d: _SeriesDay, day_start: datetime, width_s: int
+) -> list[tuple[Any, ...]]:
+    phases = {p: (v, bucket_index(np.maximum(v, 1))) for p, v in d.phases.items()}
+    per = width_s * 1000 // s.interval_ms
+    return _bucket_rows(s.id, phases, d.status, d.err, s.errors, day_start, width_s, per)
+
+
+def _day_start(day: date) -> datetime:
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
+def backfill(
+    engine: Engine,
+    series: list[HistorySeries],
+    *,
+    raw_days: int = 7,
+    rollup_days: int = 365,
+    end: datetime | None = None,
+    seed: int = 1,
+    progress: Progress | None = None,
+) -> BackfillReport:
+    """Give existing series a history that ends just before their live data.
+
+    Per series, history ends at its last scheduled instant before its first sample not
+    written by this function (``agent <> 'synthetic'``, row or packed form), or before
+    ``end`` (default now) when it has none. Raw samples cover that day and the
+    ``raw_days - 1`` days before it and are rolled up by the store's own rollup path;
+    1-hour and 1-day rollups computed here cover the days before, back to
+    ``rollup_days`` days in all; weeks are merged from the days.
+
+    A series that already has data from a day before the one its history would end
+    on (a 1-day rollup older than that day: real history, or this function's) is
+    skipped (``report.skipped``), so running this twice adds nothing and never writes
+    over real data. Synthetic raw rows of a run interrupted before its rollups are
+    removed first; a run interrupted later is not resumed.
+    """
+    if raw_days < 1 or rollup_days < raw_days:
+        raise ValueError("need raw_days >= 1 and rollup_days >= raw_days")
+    for s in series:
+        _slots(s)
+        if s.probe not in PROBE_PHASES or s.mode not in MODE_SERVER_TYPE:
+            raise ValueError(f"series {s.id}: no synthetic shape for {s.probe} / {s.mode}")
+        if (s.target_kind == "oracle") != (s.mode in ORACLE_MODES):
+            raise ValueError(f"series {s.id}: mode {s.mode} is not a {s.target_kind} mode")
+    say = progress or (lambda _msg: None)
+    now = (end or datetime.now(UTC)).astimezone(UTC)
+    report = BackfillReport()
+    t0 = time.perf_counter()
+    ids = [s.id for s in series]
+    with engine.connect() as conn:
+        live: dict[int, datetime] = dict(
+            conn.execute(
+                text(
+                    "select series_id, min(scheduled_at) from connwatch_samples(cast(:ids as "
+                    "integer[]), '-infinity', 'infinity') where agent is distinct from :a "
+                    "group by 1"
+                ),
+                {"ids": ids, "a": SYNTHETIC_AGENT},
+            ).all()
+        )
+    todo: list[HistorySeries] = []
+    for s in series:
+        until = _grid_before(s, min(live.get(s.id, now), now + timedelta(microseconds=1)))
+        report.ends[s.id] = until
+        with engine.connect() as conn:
+            done = conn.execute(
+                text(
+                    "select exists (select 1 from rollup_1d where series_id = :s and bucket < :d)"
+                ),
+                {"s": s.id, "d": _day_start(until.date())},
+            ).scalar_one()
+        if done:
+            report.skipped.append(s.id)
+        else:
+            todo.append(s)
+    if not todo:
+        return report
+    report.series_ids = [s.id for s in todo]
+    todo_ids = report.series_ids
+    last_day = max(report.ends[s.id] for s in todo).date()
+    raw_first = min(report.ends[s.id] for s in todo).date() - timedelta(days=raw_days - 1)
+    raw_span = [raw_first + timedelta(days=k) for k in range((last_day - raw_first).days + 1)]
+    with engine.begin() as conn:
+        # raw rows of an interrupted run that never reached its rollups
+        conn.execute(
+            text("delete from samples where series_id = any(:ids) and agent = :a"),
+            {"ids": todo_ids, "a": SYNTHETIC_AGENT},
+        )
+        ensure_sample_days(conn, raw_span)
+    raw = 0
+    for day in raw_span:
+        with engine.begin() as conn, driver_connection(conn).cursor() as cur:
+            for s in todo:
+                if day > report.ends[s.id].date():
+                    continue
+                d = _simulate_series_day(s, day, seed)
+                raw += _write_series_day(cur, s, day, d, report.ends[s.id], seed)
+        say(f"raw {day}: {raw} samples")
+    report.raw_samples = raw
+    report.seconds["raw"] = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    with engine.begin() as conn:
+        conn.execute(text("analyze samples"))
+        mark_dirty(
+            conn, _day_start(raw_first), max(report.ends.values()) + timedelta(seconds=1), todo_ids
+        )
+    while True:
+        rep = roll_up_pending(engine, batch=20000, budget_s=60.0)
+        if not rep.more_pending:
+            break
+        if rep.batches:
+            say(f"rolled up {rep.minutes} minutes in {rep.seconds:.1f}s")
+        else:
+            time.sleep(0.5)  # another process holds the rollup lock
+    report.seconds["rollup_raw"] = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    older = rollup_days - raw_days
+    if older > 0:
+        with engine.begin() as conn:
+            ensure_rollup_partitions(conn, raw_first - timedelta(days=older + 1), raw_first)
+    for k in range(1, older + 1):
+        day = raw_first - timedelta(days=k)
+        start = _day_start(day)
+        hours: list[tuple[Any, ...]] = []
+        whole: list[tuple[Any, ...]] = []
+        for s in todo:
+            if day <= report.ends[s.id].date() - timedelta(days=rollup_days):
+                continue
+            d = _simulate_series_day(s, day, seed)
+            hours += _series_rollups(s, d, start, 3600)
+            whole += _series_rollups(s, d, start, 86400)
+        with engine.begin() as conn:
+            _copy_rollups(conn, "rollup_1h", hours)
+            _copy_rollups(conn, "rollup_1d", whole)
+        report.rollup_rows += len(hours) + len(whole)
+        if k % 30 == 0:
+            say(f"rollups back to {day}: {report.rollup_rows} rows")
+    with engine.begin() as conn:
+        conn.execute(text(weeks_backfill_sql()))
+        conn.execute(text("analyze rollup_1h; analyze rollup_1d; analyze rollup_1w"))
     report.seconds["rollup_history"] = time.perf_counter() - t2
     return report
