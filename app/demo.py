@@ -253,7 +253,13 @@ def history_series(engine: Engine) -> list[HistorySeries]:
     return out
 
 
-def load_history(engine: Engine, settings: Settings, *, raw_days: int = HISTORY_RAW_DAYS) -> None:
+def load_history(
+    engine: Engine,
+    settings: Settings,
+    *,
+    raw_days: int = HISTORY_RAW_DAYS,
+    days: int = HISTORY_DAYS,
+) -> None:
     """A year of synthetic history for every enabled demo series, ending just before
     its first live sample (or now); then the closed raw days are compacted.
 
@@ -269,9 +275,9 @@ def load_history(engine: Engine, settings: Settings, *, raw_days: int = HISTORY_
     series = history_series(engine)
     typer.echo(
         f"  synthetic history for {len(series)} demo series: {raw_days} days raw, "
-        f"{HISTORY_DAYS} days of rollups (about two minutes on 2 cores)..."
+        f"{days} days of rollups (about two minutes on 2 cores)..."
     )
-    rep = synthetic.backfill(engine, series, raw_days=raw_days, rollup_days=HISTORY_DAYS)
+    rep = synthetic.backfill(engine, series, raw_days=raw_days, rollup_days=days)
     if not rep.series_ids:
         typer.echo("  synthetic history already loaded")
         return

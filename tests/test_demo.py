@@ -1,4 +1,5 @@
-"""The README's first command, end to end: `connwatch demo` fills the charts within 60 s.
+"""The README's first command, end to end: `connwatch demo` fills the charts within 60 s;
+and `demo --history`'s loader on its own (no demo processes).
 
 A real subprocess with its own data directory: embedded PostgreSQL, two simulated
 Oracle databases, a local PostgreSQL (+ pgbouncer), the agent and the web. On SIGTERM
@@ -16,11 +17,26 @@ import sys
 import tempfile
 import time
 import urllib.request
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from cryptography.fernet import Fernet
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
 
+from app.agent.phase import phase_offset_ms
+from app.config import Settings
+from app.demo import (
+    DemoOracle,
+    DemoPostgres,
+    demo_document,
+    history_series,
+    load_demo_targets,
+    load_history,
+)
 from app.pgcluster import free_port
+from app.targets import dump_yaml, parse_targets
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,3 +106,75 @@ def test_demo_fills_every_mode_within_60_seconds_and_stops_cleanly() -> None:
         time.sleep(0.2)
     assert _processes_mentioning(str(data)) == []
     shutil.rmtree(base, ignore_errors=True)
+
+
+def test_demo_history_backfills_every_demo_series_once(
+    migrated_engine: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`demo --history` without starting the demo: its targets, then load_history."""
+    settings = Settings(
+        data_dir=tmp_path, secret_key=Fernet.generate_key().decode(), compact_after_days=1
+    )
+    oracles = [DemoOracle("sales", "SALES1", 1521, port=1521)]
+    pg = DemoPostgres(5432, "/tmp/demo-sock", "postgres", {})
+    doc = parse_targets(dump_yaml(demo_document(oracles, pg)), "<demo targets>")
+    load_demo_targets(migrated_engine, settings, doc)
+    series = history_series(migrated_engine)
+    assert {(s.mode, s.probe) for s in series} == {
+        ("dedicated", "connping"),
+        ("dedicated", "sessionping"),
+        ("dedicated", "commit"),
+        ("shared", "connping"),
+        ("pooled", "connping"),
+        ("pooled", "poolacquire"),
+        ("direct", "connping"),
+        ("unix", "connping"),
+    }
+    unix = next(s for s in series if s.mode == "unix")
+    assert unix.instances == ("/tmp/demo-sock:5432",)  # what the live probe reports
+    assert all(s.offset_ms == phase_offset_ms(s.id, s.interval_ms) for s in series)
+    started = datetime.now(UTC)
+    load_history(migrated_engine, settings, raw_days=3, days=12)
+    with migrated_engine.connect() as conn:
+        per_series = dict(
+            conn.execute(
+                text(
+                    "select series_id, count(*) from connwatch_samples("
+                    "array(select id from series), '-infinity', 'infinity') "
+                    "where agent = 'synthetic' and extra ->> 'synthetic' = 'true' "
+                    "and scheduled_at < :t group by 1"
+                ),
+                {"t": started},
+            ).all()
+        )
+        assert set(per_series) == {s.id for s in series}
+        types = dict(
+            conn.execute(
+                text(
+                    "select m.name, array_agg(distinct s.server_type) from samples s "
+                    "join series se on se.id = s.series_id join modes m on m.id = se.mode_id "
+                    "where s.status = 'ok' group by 1"
+                )
+            ).all()
+        )
+        assert types == {
+            "dedicated": ["DEDICATED"],
+            "shared": ["SHARED"],
+            "pooled": ["POOLED"],
+            "direct": ["DIRECT"],
+            "unix": ["DIRECT/UNIX"],
+        }
+        # the closed raw day is packed, and still reads back as synthetic samples
+        assert conn.execute(text("select count(*) from samples_packed_days")).scalar_one() >= 1
+        assert conn.execute(text("select count(*) from rollup_1d")).scalar_one() == 12 * len(series)
+        counts = conn.execute(
+            text("select (select count(*) from samples), (select sum(n) from samples_packed)")
+        ).one()
+    assert "synthetic history:" in capsys.readouterr().out
+    load_history(migrated_engine, settings, raw_days=3, days=12)
+    assert "already loaded" in capsys.readouterr().out
+    with migrated_engine.connect() as conn:
+        again = conn.execute(
+            text("select (select count(*) from samples), (select sum(n) from samples_packed)")
+        ).one()
+    assert again == counts
