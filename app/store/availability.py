@@ -17,7 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.samples import ErrorClass
-from app.store.layout import DAY, HOUR, MINUTE, Grain, no_jit
+from app.store.layout import DAY, HOUR, MINUTE, ORIGIN_SQL, Grain, no_jit
 from app.store.resolution import ceil_to, check_range, floor_to
 
 
@@ -119,3 +119,43 @@ def availability(
         [ErrorCount(code_class(c), c, k) for c, k in sorted(tot_err.items(), key=_by_count)],
     )  # fmt: skip
     return AvailabilityResult(a, b, g.name, out, total)
+
+
+def failure_codes(
+    conn: Connection,
+    series_ids: Sequence[int],
+    start: datetime,
+    end: datetime,
+    step: timedelta,
+) -> dict[tuple[int, datetime], dict[str, int]]:
+    """Error codes and their counts per (series, bucket of ``step``) from the rollups.
+
+    For chart error markers over ranges whose raw samples may be compacted or gone:
+    the rollup rows that had failures (1-day, 1-hour or 1-minute, the coarsest whose
+    width divides ``step``; ``step`` must be a whole number of minutes) are summed per
+    bucket, aligned like every bucket of the store. Only failures that recorded a code
+    are listed (a timeout without one is counted by the chart, not named here).
+    """
+    check_range(start, end)
+    if step < MINUTE.width or step % MINUTE.width:
+        raise ValueError("failure_codes needs a step of whole minutes")
+    grain = next(g for g in (DAY, HOUR, MINUTE) if step % g.width == timedelta(0))
+    no_jit(conn)
+    rows = conn.execute(
+        text(
+            f"select series_id, date_bin(:step, bucket, {ORIGIN_SQL}) as b, e.key, "
+            f"sum(e.value::int)::int from {grain.table}, jsonb_each_text(err_code) e "
+            "where series_id = any(:ids) and bucket >= :a and bucket < :b "
+            "and n_error + n_timeout > 0 and err_code is not null group by 1, 2, 3"
+        ),
+        {
+            "ids": list(series_ids),
+            "a": floor_to(start, grain.width),
+            "b": ceil_to(end, grain.width),
+            "step": step,
+        },
+    )
+    out: dict[tuple[int, datetime], dict[str, int]] = {}
+    for sid, bucket, code, count in rows:
+        out.setdefault((sid, bucket), {})[code] = count
+    return out

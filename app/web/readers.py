@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.engine import Connection
 
+from app.store.availability import failure_codes
 from app.store.recent import activity, minute_points
 from app.store.samples import read_samples
 from app.store.timeseries import Point, summary, timeseries
@@ -184,7 +185,16 @@ def target_timeseries(
     out_modes: list[ModeTimeseries] = []
     marks: list[ErrorMark] = []
     failed_any = any(p.n_error + p.n_timeout for p in res.points)
-    codes_of = _failure_codes(conn, owner, res.start, res.end, res.step) if failed_any else {}
+    codes_of: dict[int, dict[datetime, dict[str, int]]] = {}
+    if failed_any and res.source == "raw":
+        codes_of = _failure_codes(conn, owner, res.start, res.end, res.step)
+    elif failed_any:  # from the rollups' error codes: old raw days may be compacted or gone
+        for (sid, bucket), found in failure_codes(
+            conn, list(owner), res.start, res.end, res.step
+        ).items():
+            per = codes_of.setdefault(owner[sid], {}).setdefault(bucket, {})
+            for code, count in found.items():
+                per[code] = per.get(code, 0) + count
     for m in modes:
         best: dict[datetime, Point] = {}
         for p in grouped.get(m.id, []):

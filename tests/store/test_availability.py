@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy.engine import Engine
 
 from app.samples import ErrorClass, SampleStatus
-from app.store.availability import ErrorCount, availability, code_class
+from app.store.availability import ErrorCount, availability, code_class, failure_codes
 from tests.store.conftest import T0, failed, make_series, ok, store
 
 
@@ -49,3 +50,30 @@ def test_code_class() -> None:
         "PG",
         "OTHER",
     ]
+
+
+def test_failure_codes_per_bucket_from_rollups(engine: Engine) -> None:
+    ids = make_series(engine, "t1", {"dedicated": 10000, "shared": 10000})
+    d, s = ids["dedicated"], ids["shared"]
+    samples = [ok(d, T0 + timedelta(hours=h), 50) for h in range(30)]
+    samples += [failed(d, T0 + timedelta(hours=1, minutes=m)) for m in (1, 2, 3)]
+    samples += [failed(d, T0 + timedelta(hours=1, minutes=30), code="ORA-12541")]
+    samples += [failed(d, T0 + timedelta(hours=26, minutes=5), code="DPY-4011", cls=ErrorClass.DPY)]
+    samples += [failed(s, T0 + timedelta(hours=5, minutes=1), code="ORA-12520")]
+    store(engine, samples)
+    with engine.connect() as conn:
+        hourly = failure_codes(conn, [d, s], T0, T0 + timedelta(days=2), timedelta(hours=1))
+        daily = failure_codes(conn, [d], T0, T0 + timedelta(days=2), timedelta(days=1))
+        six = failure_codes(conn, [s], T0, T0 + timedelta(days=2), timedelta(hours=6))
+        with pytest.raises(ValueError, match="whole minutes"):
+            failure_codes(conn, [d], T0, T0 + timedelta(hours=1), timedelta(seconds=30))
+    assert hourly == {
+        (d, T0 + timedelta(hours=1)): {"TNS-12520": 3, "ORA-12541": 1},
+        (d, T0 + timedelta(hours=26)): {"DPY-4011": 1},
+        (s, T0 + timedelta(hours=5)): {"ORA-12520": 1},
+    }
+    assert daily == {
+        (d, T0): {"TNS-12520": 3, "ORA-12541": 1},
+        (d, T0 + timedelta(days=1)): {"DPY-4011": 1},
+    }
+    assert six == {(s, T0): {"ORA-12520": 1}}

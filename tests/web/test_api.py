@@ -62,6 +62,18 @@ def test_band_is_p5_to_p95(client: TestClient, seeded: Seeded) -> None:
         assert want * 1.045 - 1e-6 <= m["p95"][i] <= want * 1.05 + 1e-6
 
 
+def test_error_codes_beyond_raw_ranges_come_from_rollups(
+    client: TestClient, seeded: Seeded
+) -> None:
+    res = client.get("/api/v1/targets/sales/timeseries", params={"phase": "logon", "range": "7d"})
+    assert res.status_code == 200, res.text
+    doc = res.json()
+    assert doc["resolution"] == "1h"
+    marks = [e for e in doc["errors"] if e["mode"] == "shared"]
+    assert sum(e["count"] for e in marks) == 3
+    assert all(e["codes"] == ["TNS-12520"] for e in marks)
+
+
 def test_a_long_range_is_answered_from_rollups(client: TestClient, seeded: Seeded) -> None:
     res = client.get("/api/v1/targets/sales/timeseries", params={"range": "30d"})
     assert res.status_code == 200
