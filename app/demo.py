@@ -271,21 +271,22 @@ def load_history(
     from app.store import synthetic
     from app.store.packed import compact_pending
 
+    def say(msg: str) -> None:
+        hint = " (about 2 minutes on 2 cores)" if msg.startswith("backfilling") else ""
+        typer.echo(f"  synthetic history: {msg}{hint}")
+
     t0 = time.perf_counter()
     series = history_series(engine)
-    typer.echo(
-        f"  synthetic history for {len(series)} demo series: {raw_days} days raw, "
-        f"{days} days of rollups (about two minutes on 2 cores)..."
-    )
-    rep = synthetic.backfill(engine, series, raw_days=raw_days, rollup_days=days)
+    rep = synthetic.backfill(engine, series, raw_days=raw_days, rollup_days=days, progress=say)
     if not rep.series_ids:
         typer.echo("  synthetic history already loaded")
         return
+    say(f"compacting the closed days older than {settings.compact_after_days} days")
     packed = compact_pending(engine, after_days=settings.compact_after_days, max_days=raw_days)
     typer.echo(
         f"  synthetic history: {rep.raw_samples} raw samples (agent 'synthetic'), "
         f"{rep.rollup_rows} older rollup rows, {len(packed)} days packed, "
-        f"{time.perf_counter() - t0:.0f} s"
+        f"{time.perf_counter() - t0:.0f} s in all"
     )
 
 

@@ -505,9 +505,19 @@ PG_LOGON_MEDIAN_MS = {
 }
 # (median ms, lognormal sigma) of the short phases: Oracle, PostgreSQL
 _PHASE_MS = {
-    "oracle": {"ping": (0.45, 0.3), "query": (0.75, 0.3), "logoff": (1.8, 0.3)},
-    "postgres": {"ping": (0.12, 0.3), "query": (0.2, 0.3), "logoff": (0.15, 0.3)},
+    "oracle": {"ping": (0.6, 0.3), "query": (0.9, 0.3), "logoff": (2.4, 0.3)},
+    "postgres": {"ping": (0.1, 0.3), "query": (0.15, 0.3), "logoff": (0.06, 0.3)},
 }
+# per mode: a shared server's dispatcher adds a hop to every round trip, a DRCP logoff
+# is a release, a unix socket skips TCP, pgbouncer adds a hop
+_MODE_PHASE_FACTOR: dict[str, dict[str, float]] = {
+    "shared": {"ping": 1.3, "query": 1.25, "logoff": 0.85},
+    "pooled": {"logoff": 0.5},
+    "unix": {"ping": 0.8, "query": 0.8, "logoff": 0.8},
+    "pgbouncer_session": {"ping": 1.3, "query": 1.3, "logoff": 1.5},
+    "pgbouncer_transaction": {"ping": 1.3, "query": 1.3, "logoff": 1.5},
+}
+_LONE_ERRORS_PER_DAY = 0.5
 _COMMIT_MS, _ACQUIRE_MS = (1.5, 0.3), (0.6, 0.3)
 # timed phases each probe kind writes (total always)
 PROBE_PHASES = {
@@ -623,6 +633,7 @@ def _simulate_series_day(s: HistorySeries, day: date, seed: int) -> _SeriesDay:
             med, sigma = _ACQUIRE_MS
         else:
             med, sigma = _PHASE_MS["oracle" if oracle else "postgres"][p]
+            med *= _MODE_PHASE_FACTOR.get(s.mode, {}).get(p, 1.0)
         ms[p] = med * load * rng.lognormal(0.0, sigma, slots)
     lead = PROBE_PHASES[s.probe][0]  # the phase that suffers: logon, ping, commit, acquire
     tail = rng.random(slots) < 0.005
@@ -640,7 +651,7 @@ def _simulate_series_day(s: HistorySeries, day: date, seed: int) -> _SeriesDay:
         e = int(rng.integers(0, len(errors)))
         status[start : start + length] = errors[e][0]
         err[start : start + length] = e
-    lone = (rng.random(slots) < 2e-4) & (status == 0)
+    lone = (rng.random(slots) < _LONE_ERRORS_PER_DAY / slots) & (status == 0)
     status[lone] = errors[0][0]
     err[lone] = 0
     failed = status != 0
@@ -818,6 +829,10 @@ def backfill(
     last_day = max(report.ends[s.id] for s in todo).date()
     raw_first = min(report.ends[s.id] for s in todo).date() - timedelta(days=raw_days - 1)
     raw_span = [raw_first + timedelta(days=k) for k in range((last_day - raw_first).days + 1)]
+    say(
+        f"backfilling {len(todo)} series: raw {raw_first} to {last_day}, "
+        f"rollups back to {last_day - timedelta(days=rollup_days - 1)}"
+    )
     with engine.begin() as conn:
         # raw rows of an interrupted run that never reached its rollups
         conn.execute(
@@ -833,8 +848,8 @@ def backfill(
                     continue
                 d = _simulate_series_day(s, day, seed)
                 raw += _write_series_day(cur, s, day, d, report.ends[s.id], seed)
-        say(f"raw {day}: {raw} samples")
     report.raw_samples = raw
+    say(f"{raw} raw samples written in {time.perf_counter() - t0:.0f} s; rolling them up")
     report.seconds["raw"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     with engine.begin() as conn:
@@ -846,9 +861,7 @@ def backfill(
         rep = roll_up_pending(engine, batch=20000, budget_s=60.0)
         if not rep.more_pending:
             break
-        if rep.batches:
-            say(f"rolled up {rep.minutes} minutes in {rep.seconds:.1f}s")
-        else:
+        if not rep.batches:
             time.sleep(0.5)  # another process holds the rollup lock
     report.seconds["rollup_raw"] = time.perf_counter() - t1
     t2 = time.perf_counter()
@@ -871,8 +884,8 @@ def backfill(
             _copy_rollups(conn, "rollup_1h", hours)
             _copy_rollups(conn, "rollup_1d", whole)
         report.rollup_rows += len(hours) + len(whole)
-        if k % 30 == 0:
-            say(f"rollups back to {day}: {report.rollup_rows} rows")
+        if k % 120 == 0:
+            say(f"rollups back to {day}")
     with engine.begin() as conn:
         conn.execute(text(weeks_backfill_sql()))
         conn.execute(text("analyze rollup_1h; analyze rollup_1d; analyze rollup_1w"))
