@@ -9,7 +9,8 @@ baseline weeks.
 Outages: maximal runs of consecutive failed probe runs (status error or timeout)
 with at least ``min_failed`` failures. Where raw samples still exist they define the
 run: two failures are consecutive when at most 1.5 of the series' intervals apart
-(nothing ran, ok or not, between them). Beyond the raw horizon runs are stitched
+(nothing ran, ok or not, between them). Raw samples are read only around the minutes the
+1-minute rollups (or pending rollups) show enough failures for such a run. Beyond the raw horizon runs are stitched
 from consecutive 1-minute rollups that had failures and no ok sample.
 
 Each result carries up to ``context_limit`` raw samples from ``context`` before to
@@ -210,20 +211,69 @@ def spikes(
     ]
 
 
+def _failure_windows(
+    conn: Connection, ids: list[int], a: datetime, b: datetime, min_failed: int
+) -> list[tuple[int, datetime, datetime]]:
+    """(series, from, to) windows within [a, b) that may hold a run of ``min_failed``
+    failures, found from the 1-minute rollups (their partial index of failed minutes)
+    plus the minutes whose rollup is still pending, so raw samples are read only there.
+
+    Two failures of one run are at most 1.5 intervals apart, so their minutes are at
+    most 1.5 intervals + 1 minute apart: minutes closer than that form one cluster and
+    no run spans two clusters. A cluster whose rollups count fewer than ``min_failed``
+    failures cannot hold such a run (a pending minute counts as enough).
+    """
+    rows = conn.execute(
+        text(
+            "select f.series_id, f.bucket, f.failed, se.interval_ms from ("
+            "select series_id, bucket, n_error + n_timeout as failed from rollup_1m "
+            "where series_id = any(:ids) and bucket >= :a and bucket < :b "
+            "and n_error + n_timeout > 0 "
+            "union all select series_id, bucket, :mf from rollup_dirty "
+            "where series_id = any(:ids) and bucket >= :a and bucket < :b"
+            ") f join series se on se.id = f.series_id order by 1, 2"
+        ),
+        {"ids": ids, "a": floor_to(a, MINUTE.width), "b": b, "mf": min_failed},
+    ).all()
+    clusters: list[list[Any]] = []  # [series, first minute, last minute, failures]
+    for sid, bucket, failed, interval_ms in rows:
+        last = clusters[-1] if clusters else None
+        reach = MINUTE.width + timedelta(milliseconds=1.5 * interval_ms)
+        if last is not None and last[0] == sid and bucket - last[2] <= reach:
+            last[2] = bucket
+            last[3] += failed
+        else:
+            clusters.append([sid, bucket, bucket, failed])
+    return [
+        (sid, max(a, first), min(b, lst + MINUTE.width))
+        for sid, first, lst, failed in clusters
+        if failed >= min_failed
+    ]
+
+
 def _raw_outages(
-    conn: Connection, ids: list[int], a: datetime, b: datetime
+    conn: Connection, ids: list[int], a: datetime, b: datetime, min_failed: int
 ) -> list[tuple[int, datetime, datetime, int, dict[str, int]]]:
-    # Failed runs come from the partial index on non-ok samples; two failures belong to
-    # one outage when they are at most 1.5 scheduling intervals apart (no run between).
+    windows = _failure_windows(conn, ids, a, b, min_failed)
+    if not windows:
+        return []
+    # Two failures belong to one outage when they are at most 1.5 scheduling intervals
+    # apart (no run between); the windows are far enough apart that no run spans two.
     rows = conn.execute(
         text(
             "select f.series_id, f.scheduled_at, f.error_code, se.interval_ms "
-            "from connwatch_sample_timings(cast(:ids as integer[]), :a, :b, true) f "
+            "from unnest(cast(:sids as integer[]), cast(:los as timestamptz[]), "
+            "cast(:his as timestamptz[])) as w(sid, lo, hi) "
+            "cross join lateral connwatch_sample_timings(array[w.sid], w.lo, w.hi, true) f "
             "join series se on se.id = f.series_id "
             "where f.status <> 'ok' and f.status in ('error', 'timeout') "
             "order by f.series_id, f.scheduled_at"
         ),
-        {"ids": ids, "a": a, "b": b},
+        {
+            "sids": [w[0] for w in windows],
+            "los": [w[1] for w in windows],
+            "his": [w[2] for w in windows],
+        },
     ).all()
     runs: list[tuple[int, datetime, datetime, int, dict[str, int]]] = []
     for sid, at, code, interval_ms in rows:
@@ -287,7 +337,7 @@ def outages(
         a, b = floor_to(start, MINUTE.width), ceil_to(split, MINUTE.width)
         found += [("1m", r) for r in _minute_outages(conn, ids, a, b)]
     if end > split:
-        found += [("raw", r) for r in _raw_outages(conn, ids, split, end)]
+        found += [("raw", r) for r in _raw_outages(conn, ids, split, end, min_failed)]
     found = [f for f in found if f[1][3] >= min_failed]
     found.sort(key=lambda f: (f[1][1], f[1][0]), reverse=True)
     found = found[:max_results]

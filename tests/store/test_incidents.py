@@ -6,9 +6,11 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.engine import Engine
 
-from app.samples import ErrorClass
+from app.samples import ErrorClass, Sample
 from app.store.incidents import outages, spikes
+from app.store.ingest import write_samples
 from app.store.partitions import apply_retention
+from app.store.rollups import roll_up_pending
 from tests.store.conftest import T0, close, failed, make_series, ok, store
 
 
@@ -81,3 +83,41 @@ def test_outage_from_minute_rollups_after_raw_retention(engine: Engine) -> None:
     # minutes 2..5 were all failed; the partial minutes around them are left out
     assert (o.source, o.start, o.end) == ("1m", at[12], at[36])
     assert o.failed == 24 and o.codes == {"TNS-12520": 24} and o.samples == []
+
+
+def _failures_every(sid: int, start: datetime, step_s: int, n: int) -> list[Sample]:
+    return [failed(sid, start + timedelta(seconds=step_s * i)) for i in range(n)]
+
+
+def test_raw_outages_are_found_before_their_minutes_are_rolled_up(engine: Engine) -> None:
+    # Raw samples are read only where the 1-minute rollups show failures, or where a
+    # rollup is still pending: an outage written a moment ago is found all the same.
+    sid = make_series(engine, "t1")["dedicated"]
+    at = T0 + timedelta(hours=3)
+    with engine.begin() as conn:
+        write_samples(conn, _failures_every(sid, at, 10, 4))  # not rolled up yet
+    with engine.connect() as conn:
+        pending = outages(conn, [sid], T0, T0 + timedelta(hours=6))
+    roll_up_pending(engine)
+    with engine.connect() as conn:
+        rolled = outages(conn, [sid], T0, T0 + timedelta(hours=6))
+    assert [(o.start, o.end, o.failed, o.source) for o in pending] == [
+        (at, at + timedelta(seconds=30), 4, "raw")
+    ]
+    assert [(o.start, o.end, o.failed) for o in rolled] == [
+        (o.start, o.end, o.failed) for o in pending
+    ]
+
+
+def test_a_run_of_a_slow_series_spans_minutes_without_failures(engine: Engine) -> None:
+    # At a 2-minute interval the failed minutes of one run are 2 minutes apart: they
+    # still form one run, and a lone failure elsewhere is no outage.
+    sid = make_series(engine, "t1", {"dedicated": 120_000})["dedicated"]
+    at = T0 + timedelta(hours=1)
+    lone = T0 + timedelta(hours=4)
+    store(engine, [*_failures_every(sid, at, 120, 3), failed(sid, lone)])
+    with engine.connect() as conn:
+        found = outages(conn, [sid], T0, T0 + timedelta(hours=6), min_failed=3)
+        ones = outages(conn, [sid], T0, T0 + timedelta(hours=6), min_failed=1)
+    assert [(o.start, o.end, o.failed) for o in found] == [(at, at + timedelta(minutes=4), 3)]
+    assert [(o.start, o.failed) for o in ones] == [(lone, 1), (at, 3)]
