@@ -9,9 +9,10 @@ baseline weeks.
 Outages: maximal runs of consecutive failed probe runs (status error or timeout)
 with at least ``min_failed`` failures. Where raw samples still exist they define the
 run: two failures are consecutive when at most 1.5 of the series' intervals apart
-(nothing ran, ok or not, between them). Raw samples are read only around the minutes the
-1-minute rollups (or pending rollups) show enough failures for such a run. Beyond the raw horizon runs are stitched
-from consecutive 1-minute rollups that had failures and no ok sample.
+(nothing ran, ok or not, between them); raw samples are read only around the minutes
+whose 1-minute rollups (or pending rollups) show enough failures for such a run.
+Beyond the raw horizon runs are stitched from consecutive 1-minute rollups that had
+failures and no ok sample.
 
 Each result carries up to ``context_limit`` raw samples from ``context`` before to
 ``context`` after it (empty once raw retention has dropped them, or when
