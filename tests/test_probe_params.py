@@ -73,8 +73,7 @@ def test_connection_params() -> None:
         "pool_boundary, purity, sdu, tns_admin, wallet_location, wallet_password_ref)",
         "parameter 'purity' must be one of default, new, self, got 'sel'",
         "parameter 'sdu' must be an integer 512..2097152, got True",
-        "parameter 'connect_timeout': expected a duration such as 10s, 500ms or 1m "
-        "(got 'soon')",
+        "parameter 'connect_timeout': expected a duration such as 10s, 500ms or 1m (got 'soon')",
         "parameter 'cclass' must be a non-empty string, got ''",
     ]
     assert (
