@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection
 from app.store.layout import check_phase, no_jit
 from app.store.merge import merged_sql
 from app.store.resolution import ceil_to, check_range, floor_to
-from app.store.timeseries import NS_PER_MS, ms
+from app.store.timeseries import NS_PER_MS
 
 WEEK = timedelta(days=7)
 
@@ -53,12 +53,6 @@ class WeekRow:
     n_skipped: int = 0  # runs the agent could not start in time (not in availability)
 
 
-def _pct(now: float | None, before: float | None) -> float | None:
-    if now is None or before is None or before == 0:
-        return None
-    return (now / before - 1.0) * 100.0
-
-
 def weekly(
     conn: Connection,
     start: datetime,
@@ -78,51 +72,71 @@ def weekly(
     check_range(start, end)
     no_jit(conn)
     a, b = floor_to(start, WEEK), ceil_to(end, WEEK)
+    mine = (
+        "(cast(:tids as integer[]) is null or m.target_id = any(cast(:tids as integer[]))) "
+        "and (cast(:probe as text) is null or s.probe = cast(:probe as text))"
+    )
+    rollups = (
+        "from rollup_1w r join series s on s.id = r.series_id join modes m on m.id = s.mode_id "
+        f"where r.bucket >= :a and r.bucket < :b and {mine} and s.mode_id"
+    )
+    # Modes with several matching series (sites) are merged; the usual mode with one
+    # series reads its weekly rows as they are (the merge would keep the same figures).
+    several = (
+        "(select s.mode_id from series s join modes m on m.id = s.mode_id "
+        f"where {mine} group by s.mode_id having count(*) > 1)"
+    )
+    cols = (
+        f"mode_id, wk, n, n_ok, n_error, n_timeout, n_skipped, {phase}_n, {phase}_sum, "
+        f"{phase}_p50, {phase}_p95, {phase}_p99, {phase}_max"
+    )
     src = (
         "select s.mode_id, r.bucket as wk, r.n, r.n_ok, "
         f"r.n_error, r.n_timeout, r.n_skipped, r.{phase}_n, r.{phase}_min, r.{phase}_max, "
         f"r.{phase}_sum, r.{phase}_p50, r.{phase}_p95, r.{phase}_p99, r.{phase}_hi, r.{phase}_hc "
-        "from rollup_1w r join series s on s.id = r.series_id join modes m on m.id = s.mode_id "
-        "where r.bucket >= :a and r.bucket < :b "
-        "and (cast(:tids as integer[]) is null or m.target_id = any(cast(:tids as integer[]))) "
-        "and (cast(:probe as text) is null or s.probe = cast(:probe as text))"
+        f"{rollups} in {several}"
     )
-    merged = merged_sql(
-        src, ["mode_id", "wk"], raw=False, phases=(phase,), errors=False, hist=False, single=True
-    )
+    merged = (
+        f"select {cols} from ("
+        + merged_sql(
+            src, ["mode_id", "wk"], raw=False, phases=(phase,), errors=False, hist=False,
+            single=True,
+        )
+        + ") mm union all select s.mode_id, r.bucket, "
+        + ", ".join(f"r.{c}" for c in cols.split(", ")[2:])
+        + f" {rollups} not in {several}"
+    )  # fmt: skip
+    # Everything per row is computed in SQL (a year of 100 modes is 5 300 rows): the
+    # week before comes from lag() when it is exactly one week earlier.
+    pct = "case when {b} <> 0 then ({a} / {b} - 1.0) * 100.0 end"
+    prev = "case when lag(z.wk) over w = z.wk - interval '7 days' then lag(z.{c}) over w end"
     rows = conn.execute(
         text(
-            "select t.id, t.name, m.id, m.name, m.kind, x.wk, x.n, x.n_ok, "
-            f"x.n_error + x.n_timeout, x.n_skipped, coalesce(x.{phase}_n, 0), x.{phase}_sum, "
-            f"x.{phase}_p50, x.{phase}_p95, x.{phase}_p99, x.{phase}_max "
-            f"from ({merged}) x join modes m on m.id = x.mode_id "
-            "join targets t on t.id = m.target_id order by t.name, m.name, x.wk"
+            "select t.id, t.name, m.id, m.name, m.kind, y.wk, y.n, y.n_ok, y.n_failed, "
+            "y.avail, y.cnt, y.mean_ms, y.p50, y.p95, y.p99, y.mx, y.pp50, y.pp95, y.pavail, "
+            f"{pct.format(a='y.p50', b='y.pp50')}, {pct.format(a='y.p95', b='y.pp95')}, "
+            "y.avail - y.pavail, y.n_skipped from ("
+            f"select z.*, {prev.format(c='p50')} as pp50, {prev.format(c='p95')} as pp95, "
+            f"{prev.format(c='avail')} as pavail from ("
+            "select x.mode_id, x.wk, x.n, x.n_ok, x.n_error + x.n_timeout as n_failed, "
+            "x.n_skipped, case when x.n - x.n_skipped > 0 "
+            "then 100.0::float8 * x.n_ok / (x.n - x.n_skipped) end as avail, "
+            f"coalesce(x.{phase}_n, 0) as cnt, case when x.{phase}_n > 0 "
+            f"then x.{phase}_sum::float8 / x.{phase}_n / {NS_PER_MS}::float8 end as mean_ms, "
+            + ", ".join(
+                f"x.{phase}_{c}::float8 / {NS_PER_MS}::float8 as {c}" for c in ("p50", "p95", "p99")
+            )
+            + f", x.{phase}_max::float8 / {NS_PER_MS}::float8 as mx from ({merged}) x) z "
+            "window w as (partition by z.mode_id order by z.wk)) y "
+            "join modes m on m.id = y.mode_id join targets t on t.id = m.target_id "
+            "where y.wk >= :a0 order by t.name, m.name, y.wk"
         ),
         {
             "a": a - WEEK,
+            "a0": a,
             "b": b,
             "tids": list(target_ids) if target_ids is not None else None,
             "probe": probe,
         },
     ).all()
-    prev: dict[tuple[int, datetime], tuple[float | None, float | None, float | None]] = {}
-    out: list[WeekRow] = []
-    for r in rows:
-        ran = r[6] - r[9]
-        avail = 100.0 * r[7] / ran if ran > 0 else None
-        p50, p95 = ms(r[12]), ms(r[13])
-        prev[(r[2], r[5])] = (p50, p95, avail)
-        if r[5] < a:
-            continue
-        pp50, pp95, pavail = prev.get((r[2], r[5] - WEEK), (None, None, None))
-        out.append(
-            WeekRow(
-                r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], avail, r[10],
-                (r[11] / r[10] / NS_PER_MS) if r[10] and r[11] is not None else None,
-                p50, p95, ms(r[14]), ms(r[15]), pp50, pp95, pavail,
-                _pct(p50, pp50), _pct(p95, pp95),
-                (avail - pavail) if avail is not None and pavail is not None else None,
-                r[9],
-            )
-        )  # fmt: skip
-    return out
+    return [WeekRow(*r) for r in rows]

@@ -69,3 +69,21 @@ def test_probe_keeps_one_probe_kind(engine: Engine) -> None:
     assert conn_rows[1].prev_p50_ms == 50.0 and close(conn_rows[1].change_p50_pct or 0, 20.0)
     assert [(r.week, r.n, r.n_failed, r.p50_ms) for r in sess_rows] == [(T0, 31, 1, 5.0)]
     assert (pooled[0].n, pooled[0].count) == (51, 50)
+
+
+def test_a_week_without_samples_breaks_week_over_week(engine: Engine) -> None:
+    # The change is against the week just before, never against an older one.
+    d = make_series(engine, "t1")["dedicated"]
+    samples = [ok(d, T0 + timedelta(hours=h), 50) for h in range(5)]
+    samples += [ok(d, T0 + timedelta(weeks=2, hours=h), 70) for h in range(5)]
+    samples += [ok(d, T0 + timedelta(weeks=3, hours=h), 35) for h in range(5)]
+    store(engine, samples)
+    with engine.connect() as conn:
+        rows = weekly(conn, T0, T0 + timedelta(weeks=4))
+    assert [(r.week, r.p50_ms, r.prev_p50_ms) for r in rows] == [
+        (T0, 50.0, None),
+        (T0 + timedelta(weeks=2), 70.0, None),
+        (T0 + timedelta(weeks=3), 35.0, 70.0),
+    ]
+    assert rows[1].change_p50_pct is None and rows[2].change_p50_pct == -50.0
+    assert rows[2].change_availability_pts == 0.0
