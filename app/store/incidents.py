@@ -76,21 +76,27 @@ def _columns(conn: Connection, sql: str, params: dict[str, Any]) -> list[npt.NDA
     ]
 
 
-def _p95_sql(phase: str, table: str, *, epoch: bool) -> str:
+def _p95_sql(phase: str, table: str, *, epoch: bool, windows: bool = False) -> str:
     """A grain's rows with enough timed samples as four packed binary columns.
 
     Series, time (hours since the epoch, or seconds when ``epoch``), p95 (the stored
     ``real``) and n, each the concatenation of its values' binary send form: one row
     whose bytes numpy reads in place, instead of a row (or a text number) per bucket.
+    Rows of ``[:a, :b)``, or with ``windows`` of each ``[:los[i], :his[i])``.
     """
     t = "extract(epoch from bucket)::bigint" + ("" if epoch else " / 3600")
+    where = (
+        "join unnest(cast(:los as timestamptz[]), cast(:his as timestamptz[])) as w(lo, hi) "
+        "on bucket >= w.lo and bucket < w.hi where series_id = any(:ids)"
+        if windows
+        else "where series_id = any(:ids) and bucket >= :a and bucket < :b"
+    )
     return (
         f"select string_agg(int4send(series_id::int4), ''::bytea), "
         f"string_agg(int8send(({t})::int8), ''::bytea), "
         f"string_agg(float4send({phase}_p95::float4), ''::bytea), "
         f"string_agg(int4send({phase}_n::int4), ''::bytea) "
-        f"from {table} where series_id = any(:ids) and bucket >= :a and bucket < :b "
-        f"and {phase}_n >= :mc and {phase}_p95 is not null"
+        f"from {table} {where} and {phase}_n >= :mc and {phase}_p95 is not null"
     )
 
 
@@ -171,8 +177,17 @@ def spikes(
     ids = list(series_ids)
     base_from = floor_to(a, HOUR.width) - weeks * WEEK
     params: dict[str, Any] = {"ids": ids, "a": base_from, "b": b, "mc": min_count}
-    # p95 per (series, hour since the epoch): "the same hour w weeks ago" is h - 168 w
-    b_sid, b_hour, b_p95, b_n = _columns(conn, _p95_sql(phase, "rollup_1h", epoch=False), params)
+    # p95 per (series, hour since the epoch): "the same hour w weeks ago" is h - 168 w.
+    # Hourly buckets: the range and the weeks before it. Minute buckets (at most two
+    # days): only the same hours of each earlier week, not the whole weeks between.
+    if grain is MINUTE:
+        h_a, h_b = floor_to(a, HOUR.width), ceil_to(b, HOUR.width)
+        params.update(
+            los=[h_a - w * WEEK for w in range(1, weeks + 1)],
+            his=[h_b - w * WEEK for w in range(1, weeks + 1)],
+        )
+    baseline_sql = _p95_sql(phase, "rollup_1h", epoch=False, windows=grain is MINUTE)
+    b_sid, b_hour, b_p95, b_n = _columns(conn, baseline_sql, params)
     if not b_sid.size:
         return []
     base = _Baseline(b_sid, b_hour, b_p95, weeks)
