@@ -6,14 +6,15 @@ also returns those samples; the page shows them on demand).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from pydantic import BaseModel, Field
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
 from app.samples import Sample
-from app.store.incidents import outages, spikes
+from app.store.incidents import Outage, Spike, outages, spikes
 from app.web.lookups import TargetInfo
 
 SPIKE_CONTEXT = timedelta(minutes=5)
@@ -151,6 +152,13 @@ def series_names(
     }
 
 
+def _outages(
+    engine: Engine, ids: list[int], start: datetime, end: datetime, limit: int
+) -> list[Outage]:
+    with engine.connect() as conn:
+        return outages(conn, ids, start, end, context_limit=limit)
+
+
 def incidents(
     conn: Connection,
     targets: list[TargetInfo],
@@ -164,12 +172,18 @@ def incidents(
     names = series_names(targets, ("connping", "sessionping", "commit", "poolacquire"))
     ids = list(names)
     limit = 200 if with_samples else 0  # 0: the store reads no raw samples around them
-    found_spikes = (
-        spikes(conn, ids, start, end, phase=phase, factor=factor, context_limit=limit)
-        if ids
-        else []
-    )
-    found_outages = outages(conn, ids, start, end, context_limit=limit) if ids else []
+    found_spikes: list[Spike] = []
+    found_outages: list[Outage] = []
+    if ids:
+        # Spikes read rollups, outages raw failures: independent reads, so outages run
+        # on a second pooled connection meanwhile (the page waits for the slower one,
+        # not for their sum).
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            later = pool.submit(_outages, conn.engine, ids, start, end, limit)
+            found_spikes = spikes(
+                conn, ids, start, end, phase=phase, factor=factor, context_limit=limit
+            )
+            found_outages = later.result()
     sp = [
         SpikeOut(
             target=names[x.series_id].target,
