@@ -11,19 +11,20 @@ the change in percentage points.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from app.store.layout import check_phase, no_jit
+from app.store.layout import check_phase, driver_connection, no_jit
 from app.store.merge import merged_sql
 from app.store.resolution import ceil_to, check_range, floor_to
 from app.store.timeseries import NS_PER_MS
 
 WEEK = timedelta(days=7)
+_PARAM = re.compile(r"(?<![:\w]):(a0|a|b|tids|probe)\b")
 
 
 @dataclass(slots=True)  # not frozen: a year of weeks for 100 modes is 5300 rows to build
@@ -110,33 +111,35 @@ def weekly(
     # week before comes from lag() when it is exactly one week earlier.
     pct = "case when {b} <> 0 then ({a} / {b} - 1.0) * 100.0 end"
     prev = "case when lag(z.wk) over w = z.wk - interval '7 days' then lag(z.{c}) over w end"
-    rows = conn.execute(
-        text(
-            "select t.id, t.name, m.id, m.name, m.kind, y.wk, y.n, y.n_ok, y.n_failed, "
-            "y.avail, y.cnt, y.mean_ms, y.p50, y.p95, y.p99, y.mx, y.pp50, y.pp95, y.pavail, "
-            f"{pct.format(a='y.p50', b='y.pp50')}, {pct.format(a='y.p95', b='y.pp95')}, "
-            "y.avail - y.pavail, y.n_skipped from ("
-            f"select z.*, {prev.format(c='p50')} as pp50, {prev.format(c='p95')} as pp95, "
-            f"{prev.format(c='avail')} as pavail from ("
-            "select x.mode_id, x.wk, x.n, x.n_ok, x.n_error + x.n_timeout as n_failed, "
-            "x.n_skipped, case when x.n - x.n_skipped > 0 "
-            "then 100.0::float8 * x.n_ok / (x.n - x.n_skipped) end as avail, "
-            f"coalesce(x.{phase}_n, 0) as cnt, case when x.{phase}_n > 0 "
-            f"then x.{phase}_sum::float8 / x.{phase}_n / {NS_PER_MS}::float8 end as mean_ms, "
-            + ", ".join(
-                f"x.{phase}_{c}::float8 / {NS_PER_MS}::float8 as {c}" for c in ("p50", "p95", "p99")
-            )
-            + f", x.{phase}_max::float8 / {NS_PER_MS}::float8 as mx from ({merged}) x) z "
-            "window w as (partition by z.mode_id order by z.wk)) y "
-            "join modes m on m.id = y.mode_id join targets t on t.id = m.target_id "
-            "where y.wk >= :a0 order by t.name, m.name, y.wk"
-        ),
-        {
-            "a": a - WEEK,
-            "a0": a,
-            "b": b,
-            "tids": list(target_ids) if target_ids is not None else None,
-            "probe": probe,
-        },
-    ).all()
-    return [WeekRow(*r) for r in rows]
+    query = (
+        "select t.id, t.name, m.id, m.name, m.kind, y.wk, y.n, y.n_ok, y.n_failed, "
+        "y.avail, y.cnt, y.mean_ms, y.p50, y.p95, y.p99, y.mx, y.pp50, y.pp95, y.pavail, "
+        f"{pct.format(a='y.p50', b='y.pp50')}, {pct.format(a='y.p95', b='y.pp95')}, "
+        "y.avail - y.pavail, y.n_skipped from ("
+        f"select z.*, {prev.format(c='p50')} as pp50, {prev.format(c='p95')} as pp95, "
+        f"{prev.format(c='avail')} as pavail from ("
+        "select x.mode_id, x.wk, x.n, x.n_ok, x.n_error + x.n_timeout as n_failed, "
+        "x.n_skipped, case when x.n - x.n_skipped > 0 "
+        "then 100.0::float8 * x.n_ok / (x.n - x.n_skipped) end as avail, "
+        f"coalesce(x.{phase}_n, 0) as cnt, case when x.{phase}_n > 0 "
+        f"then x.{phase}_sum::float8 / x.{phase}_n / {NS_PER_MS}::float8 end as mean_ms, "
+        + ", ".join(
+            f"x.{phase}_{c}::float8 / {NS_PER_MS}::float8 as {c}" for c in ("p50", "p95", "p99")
+        )
+        + f", x.{phase}_max::float8 / {NS_PER_MS}::float8 as mx from ({merged}) x) z "
+        "window w as (partition by z.mode_id order by z.wk)) y "
+        "join modes m on m.id = y.mode_id join targets t on t.id = m.target_id "
+        "where y.wk >= :a0 order by t.name, m.name, y.wk"
+    )
+    params = {
+        "a": a - WEEK,
+        "a0": a,
+        "b": b,
+        "tids": list(target_ids) if target_ids is not None else None,
+        "probe": probe,
+    }
+    # A year of 100 modes is 5 300 rows of 23 values: the binary protocol spares
+    # parsing them from text (about a sixth of the call).
+    with driver_connection(conn).cursor(binary=True) as cur:
+        cur.execute(_PARAM.sub(r"%(\1)s", query), params)
+        return [WeekRow(*r) for r in cur.fetchall()]
