@@ -38,6 +38,28 @@ async def connect_async(
     )
 
 
+def make_pool(
+    sim: Target,
+    mode: str = "pooled",
+    user: str = "scott",
+    password: str = "tiger",
+    **kw: Any,
+) -> oracledb.ConnectionPool:
+    """A python-oracledb pool as scott/tiger on FREEPDB1 (``min``/``max``/... in ``kw``)."""
+    return oracledb.create_pool(user=user, password=password, dsn=sim.dsn(mode=mode), **kw)
+
+
+def make_pool_async(
+    sim: Target,
+    mode: str = "pooled",
+    user: str = "scott",
+    password: str = "tiger",
+    **kw: Any,
+) -> oracledb.AsyncConnectionPool:
+    """The asyncio counterpart of :func:`make_pool`."""
+    return oracledb.create_pool_async(user=user, password=password, dsn=sim.dsn(mode=mode), **kw)
+
+
 def code(exc: BaseException) -> str:
     """The full_code (ORA-nnnnn / DPY-nnnn) of a python-oracledb exception."""
     return str(exc.args[0].full_code)

@@ -11,7 +11,7 @@ import pytest
 
 from app.oraclesim.faults import FaultError, FaultSet
 
-from ._driver import cause_code, code, connect, connect_async
+from ._driver import cause_code, code, connect, connect_async, make_pool, make_pool_async
 
 
 @pytest.mark.parametrize(
@@ -185,14 +185,7 @@ def test_slow_phase_is_what_the_client_measures(oraclesim):
 
 def test_slow_ping_inside_pool_acquire_with_ping_interval_zero(oraclesim):
     oraclesim.faults.add("slow", "ping", mode="pooled", delay_ms=100)
-    pool = oracledb.create_pool(
-        user="scott",
-        password="tiger",
-        dsn=oraclesim.dsn(mode="pooled"),
-        min=1,
-        max=1,
-        ping_interval=0,
-    )
+    pool = make_pool(oraclesim, min=1, max=1, ping_interval=0)
     try:
         with pool.acquire():  # a new connection: not pinged
             pass
@@ -253,19 +246,8 @@ def test_refuse_faults_async(oraclesim):
     asyncio.run(run())
 
 
-def _pool(oraclesim, ping_interval: int):
-    return oracledb.create_pool(
-        user="scott",
-        password="tiger",
-        dsn=oraclesim.dsn(mode="pooled"),
-        min=1,
-        max=1,
-        ping_interval=ping_interval,
-    )
-
-
 def test_pool_acquire_replaces_a_connection_whose_ping_drops(oraclesim):
-    pool = _pool(oraclesim, 0)
+    pool = make_pool(oraclesim, min=1, max=1, ping_interval=0)
     try:
         with pool.acquire() as conn:
             first = conn.session_id
@@ -283,14 +265,7 @@ def test_pool_acquire_replaces_a_connection_whose_ping_drops(oraclesim):
 
 def test_pool_acquire_replaces_a_dropped_connection_async(oraclesim):
     async def run():
-        pool = oracledb.create_pool_async(
-            user="scott",
-            password="tiger",
-            dsn=oraclesim.dsn(mode="pooled"),
-            min=1,
-            max=1,
-            ping_interval=0,
-        )
+        pool = make_pool_async(oraclesim, min=1, max=1, ping_interval=0)
         try:
             async with pool.acquire() as conn:
                 first = conn.session_id
@@ -326,7 +301,7 @@ def test_faults_on_pooled_connections(oraclesim, fault, expected, flavor):
         assert (type(exc).__name__, code(exc)) == want
 
     if flavor == "sync-pool":
-        pool = _pool(oraclesim, 60)
+        pool = make_pool(oraclesim, min=1, max=1, ping_interval=60)
         try:
             with pool.acquire() as conn:
                 conn.call_timeout = 200
@@ -339,14 +314,7 @@ def test_faults_on_pooled_connections(oraclesim, fault, expected, flavor):
         return
 
     async def run() -> None:
-        pool = oracledb.create_pool_async(
-            user="scott",
-            password="tiger",
-            dsn=oraclesim.dsn(mode="pooled"),
-            min=1,
-            max=1,
-            ping_interval=60,
-        )
+        pool = make_pool_async(oraclesim, min=1, max=1, ping_interval=60)
         try:
             async with pool.acquire() as conn:
                 conn.call_timeout = 200

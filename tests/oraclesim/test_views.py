@@ -12,7 +12,7 @@ import pytest
 
 from app.oraclesim import SimConfig
 
-from ._driver import code, connect, eventually
+from ._driver import code, connect, eventually, make_pool, make_pool_async
 
 
 def _sysstat(sim, name):
@@ -59,10 +59,8 @@ def test_standalone_pooled_connection_releases_its_server_on_close(oraclesim):
 @pytest.mark.parametrize("ping_interval", [0, 60])
 def test_pool_with_cclass_and_purity_self_gets_hits(oraclesim, ping_interval):
     cclass = f"HITS{ping_interval}"
-    pool = oracledb.create_pool(
-        user="scott",
-        password="tiger",
-        dsn=oraclesim.dsn(mode="pooled"),
+    pool = make_pool(
+        oraclesim,
         min=1,
         max=2,
         increment=1,
@@ -96,10 +94,8 @@ def test_pool_with_cclass_and_purity_self_gets_hits(oraclesim, ping_interval):
 @pytest.mark.parametrize("ping_interval", [0, 60])
 def test_async_pool(oraclesim, ping_interval):
     async def run():
-        pool = oracledb.create_pool_async(
-            user="scott",
-            password="tiger",
-            dsn=oraclesim.dsn(mode="pooled"),
+        pool = make_pool_async(
+            oraclesim,
             min=1,
             max=2,
             cclass=f"ASYNC{ping_interval}",
@@ -125,9 +121,7 @@ def test_async_pool(oraclesim, ping_interval):
 
 
 def test_dedicated_pool(oraclesim):
-    pool = oracledb.create_pool(
-        user="scott", password="tiger", dsn=oraclesim.dsn(), min=1, max=2, ping_interval=0
-    )
+    pool = make_pool(oraclesim, mode="dedicated", min=1, max=2, ping_interval=0)
     try:
         with pool.acquire() as conn:
             conn.ping()
