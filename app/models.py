@@ -57,6 +57,12 @@ PROBE_KINDS = ("connping", "sessionping", "poolacquire", "commit", "sweep")
 SAMPLE_STATUSES = ("ok", "error", "timeout", "skipped")
 
 
+def _one_of(column: str, values: tuple[str, ...]) -> CheckConstraint:
+    """CHECK that ``column`` holds one of ``values``, named for the column."""
+    listed = ",".join(f"'{v}'" for v in values)
+    return CheckConstraint(f"{column} in ({listed})", name=column)
+
+
 def _ts(name: str, nullable: bool = False, default_now: bool = False) -> Column[object]:
     return Column(
         name,
@@ -83,7 +89,7 @@ targets = Table(
     Column("enabled", Boolean, nullable=False, server_default=text("true")),
     _ts("created_at", default_now=True),
     _ts("updated_at", default_now=True),
-    CheckConstraint("kind in ('oracle', 'postgres')", name="kind"),
+    _one_of("kind", TARGET_KINDS),
     CheckConstraint(
         "not (password_enc is not null and password_ref is not null)", name="one_secret"
     ),
@@ -100,12 +106,8 @@ modes = Table(
     Column("params", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
     Column("enabled", Boolean, nullable=False, server_default=text("true")),
     UniqueConstraint("target_id", "name", name="uq_modes_target_name"),
-    CheckConstraint(
-        "kind in ('dedicated','shared','pooled','direct','unix',"
-        "'pgbouncer_session','pgbouncer_transaction')",
-        name="kind",
-    ),
-    CheckConstraint("transport in ('tcp','tcps','ipc','unix')", name="transport"),
+    _one_of("kind", ORACLE_MODES + POSTGRES_MODES),
+    _one_of("transport", ("tcp", "tcps", "ipc", "unix")),
 )
 
 series = Table(
@@ -122,9 +124,7 @@ series = Table(
     _ts("created_at", default_now=True),
     _ts("updated_at", default_now=True),
     UniqueConstraint("mode_id", "probe", "site", name="uq_series_mode_probe_site"),
-    CheckConstraint(
-        "probe in ('connping','sessionping','poolacquire','commit','sweep')", name="probe"
-    ),
+    _one_of("probe", PROBE_KINDS),
     CheckConstraint("interval_ms >= 100", name="interval"),
     CheckConstraint("timeout_ms > 0 and timeout_ms <= interval_ms", name="timeout"),
 )
@@ -159,7 +159,7 @@ samples = Table(
     Column("agent", Text),
     Column("site", Text),
     Column("extra", JSONB),
-    CheckConstraint("status in ('ok','error','timeout','skipped')", name="status"),
+    _one_of("status", SAMPLE_STATUSES),
     # failed samples are rare: a partial index finds them (error markers, outages)
     Index(
         "ix_samples_not_ok",
@@ -219,9 +219,7 @@ probe_requests = Table(
     _ts("claimed_at", nullable=True),
     _ts("finished_at", nullable=True),
     Column("result", JSONB, nullable=True),
-    CheckConstraint("status in ('pending','running','done','error')", name="status"),
-    CheckConstraint(
-        "probe in ('connping','sessionping','poolacquire','commit','sweep')", name="probe"
-    ),
+    _one_of("status", PROBE_REQUEST_STATUSES),
+    _one_of("probe", PROBE_KINDS),
     CheckConstraint("timeout_ms > 0 and timeout_ms <= 300000", name="timeout"),
 )
