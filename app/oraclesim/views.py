@@ -221,65 +221,40 @@ def _v_session(st: ServerState) -> tuple[list[tuple[str, str]], list[Row]]:
     return cols, rows
 
 
+# The cclass counters as V$CPOOL_STATS / V$CPOOL_CC_STATS columns, in view order.
+_CC_COLUMNS = {
+    "NUM_REQUESTS": "requests",
+    "NUM_HITS": "hits",
+    "NUM_MISSES": "misses",
+    "NUM_WAITS": "waits",
+    "WAIT_TIME": "wait_time_ms",
+    "CLIENT_REQ_TIMEOUTS": "timeouts",
+    "NUM_AUTHENTICATIONS": "authentications",
+}
+
+
+def _cc_values(c: CclassStats) -> Row:
+    return {col: getattr(c, attr) for col, attr in _CC_COLUMNS.items()}
+
+
 def _v_cpool_stats(st: ServerState) -> tuple[list[tuple[str, str]], list[Row]]:
-    p, s = st.drcp, st.drcp.stats
-    names = [
-        "NUM_OPEN_SERVERS",
-        "NUM_BUSY_SERVERS",
-        "NUM_AUTH_SERVERS",
-        "NUM_REQUESTS",
-        "NUM_HITS",
-        "NUM_MISSES",
-        "NUM_WAITS",
-        "WAIT_TIME",
-        "CLIENT_REQ_TIMEOUTS",
-        "NUM_AUTHENTICATIONS",
-        "NUM_PURGED",
-        "HISTORIC_MAX",
-        "MAXSIZE",
-    ]
-    values = [
-        p.open,
-        p.busy,
-        p.busy,
-        s.requests,
-        s.hits,
-        s.misses,
-        s.waits,
-        s.wait_time_ms,
-        s.timeouts,
-        s.authentications,
-        0,
-        p.historic_max,
-        p.max_servers,
-    ]
-    row: Row = {"POOL_NAME": "SYS_DEFAULT_CONNECTION_POOL", **dict(zip(names, values, strict=True))}
-    return [("POOL_NAME", "varchar")] + [(n, "number") for n in names], [row]
+    p = st.drcp
+    row: Row = {
+        "POOL_NAME": "SYS_DEFAULT_CONNECTION_POOL",
+        "NUM_OPEN_SERVERS": p.open,
+        "NUM_BUSY_SERVERS": p.busy,
+        "NUM_AUTH_SERVERS": p.busy,
+        **_cc_values(p.stats),
+        "NUM_PURGED": 0,
+        "HISTORIC_MAX": p.historic_max,
+        "MAXSIZE": p.max_servers,
+    }
+    return [("POOL_NAME", "varchar")] + [(n, "number") for n in list(row)[1:]], [row]
 
 
 def _v_cpool_cc_stats(st: ServerState) -> tuple[list[tuple[str, str]], list[Row]]:
-    names = [
-        "NUM_REQUESTS",
-        "NUM_HITS",
-        "NUM_MISSES",
-        "NUM_WAITS",
-        "WAIT_TIME",
-        "CLIENT_REQ_TIMEOUTS",
-        "NUM_AUTHENTICATIONS",
-    ]
-    rows = []
-    for cclass, c in st.drcp.cc.items():
-        values = [
-            c.requests,
-            c.hits,
-            c.misses,
-            c.waits,
-            c.wait_time_ms,
-            c.timeouts,
-            c.authentications,
-        ]
-        rows.append({"CCLASS_NAME": cclass, **dict(zip(names, values, strict=True))})
-    return [("CCLASS_NAME", "varchar")] + [(n, "number") for n in names], rows
+    rows = [{"CCLASS_NAME": cclass, **_cc_values(c)} for cclass, c in st.drcp.cc.items()]
+    return [("CCLASS_NAME", "varchar")] + [(n, "number") for n in _CC_COLUMNS], rows
 
 
 def _v_dispatcher(st: ServerState) -> tuple[list[tuple[str, str]], list[Row]]:
