@@ -62,7 +62,6 @@ MINUTE = Grain("1m", "rollup_1m", timedelta(minutes=1), "1 minute")
 HOUR = Grain("1h", "rollup_1h", timedelta(hours=1), "1 hour")
 DAY = Grain("1d", "rollup_1d", timedelta(days=1), "1 day")
 WEEK = Grain("1w", "rollup_1w", timedelta(days=7), "7 days")
-ROLLUP_GRAINS: tuple[Grain, ...] = (MINUTE, HOUR, DAY, WEEK)
 
 
 def phase_columns(phases: tuple[str, ...] = PHASES) -> list[str]:

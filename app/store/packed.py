@@ -272,7 +272,3 @@ def drop_packed_duplicates(
 
 def _hour(t: datetime) -> datetime:
     return t.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-
-
-def packed_days(conn: Connection) -> list[date]:
-    return list(conn.execute(text("select day from samples_packed_days order by day")).scalars())

@@ -246,8 +246,6 @@ def samples_around(
 
 # -- CSV export ----------------------------------------------------------------------
 
-CSV_COLUMNS: tuple[str, ...] = ("target", "mode", *COLUMNS)
-
 
 def export_csv(
     engine: Engine,

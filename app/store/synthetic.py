@@ -50,7 +50,6 @@ ERRORS: tuple[tuple[int, str, str, str, str], ...] = (
     (2, "TIMEOUT", "TIMEOUT", "logon", "no answer within the timeout"),
 )
 _PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
-_PHASES = ("total", "logon", "logoff")
 _NO_INDEX = np.int16(np.iinfo(np.int16).max)  # sorts after every real bucket index
 Progress = Callable[[str], None]
 
