@@ -19,8 +19,8 @@ from __future__ import annotations
 import time
 
 from app.probe_params import COMMIT_TABLE
-from app.probes.base import Probe, ProbeContext, checked_params
-from app.probes.logon import Logon, record_info, timed_logon
+from app.probes.base import ProbeContext, checked_params
+from app.probes.logon import KeptLogon
 from app.probes.spec import ProbeSpec
 
 DEFAULT_TABLE = COMMIT_TABLE
@@ -49,7 +49,7 @@ grant select, insert, delete on connwatch_probe to connwatch;
 """
 
 
-class CommitProbe(Probe):
+class CommitProbe(KeptLogon):
     name = "commit"
 
     def __init__(self, spec: ProbeSpec) -> None:
@@ -59,20 +59,15 @@ class CommitProbe(Probe):
         self.probe_id: str = p["probe_id"]
         self.purge_every: int = p["purge_every"]
         self.keep_seconds: int = p["keep_seconds"]
-        self._logon: Logon | None = None
-        self._lost = False
         self._runs = 0
 
     async def run(self, ctx: ProbeContext) -> None:
         r = ctx.result
         if self._logon is None:
-            logon = await timed_logon(ctx, self.spec.endpoint, autocommit=False)
-            ctx.release(logon.cleanup_token)
-            self._logon = logon
-            r.extra["reconnected"] = self._lost
-            await record_info(ctx, logon.session)
-            await logon.session.commit()  # end the info query's implicit transaction (PG)
-        s = self._logon.session
+            s = await self._log_on(ctx, autocommit=False)
+            await s.commit()  # end the info query's implicit transaction (PG)
+        else:
+            s = self._logon.session
         ctx.phase = "insert"
         t0 = time.perf_counter_ns()
         await s.insert(self.table, self.probe_id)
@@ -88,15 +83,3 @@ class CommitProbe(Probe):
         if self._runs % self.purge_every == 0:
             ctx.phase = "purge"
             await s.purge(self.table, self.probe_id, self.keep_seconds)
-
-    async def reset(self) -> None:
-        logon, self._logon = self._logon, None
-        if logon is not None:
-            self._lost = True
-            await logon.session.close()
-
-    async def close(self) -> None:
-        self._lost = False
-        logon, self._logon = self._logon, None
-        if logon is not None:
-            await logon.session.close()

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from app.drivers.base import RoundTripLog, Session, logon_phases
 from app.drivers.connect import open_session
-from app.probes.base import ProbeContext
-from app.probes.spec import Endpoint, OracleEndpoint
+from app.probes.base import Probe, ProbeContext
+from app.probes.spec import Endpoint, OracleEndpoint, ProbeSpec
 
 
 @dataclass(slots=True)
@@ -58,3 +58,37 @@ async def timed_logoff(ctx: ProbeContext, logon: Logon) -> None:
     with ctx.timed("logoff", "logoff_ns"):
         await logon.session.close()
     ctx.release(logon.cleanup_token)
+
+
+class KeptLogon(Probe):
+    """A probe that keeps one session across runs (sessionping, commit).
+
+    The first run, or the first after a failure, logs on (timed) and records the
+    session identity; ``extra["reconnected"]`` is true when that logon replaces a
+    session lost to an error or timeout. ``reset`` drops the session; ``close``
+    drops it without counting it as lost."""
+
+    def __init__(self, spec: ProbeSpec) -> None:
+        super().__init__(spec)
+        self._logon: Logon | None = None
+        self._lost = False
+
+    async def _log_on(self, ctx: ProbeContext, *, autocommit: bool = True) -> Session:
+        logon = await timed_logon(ctx, self.spec.endpoint, autocommit=autocommit)
+        ctx.release(logon.cleanup_token)  # kept across runs; reset() closes it
+        self._logon = logon
+        ctx.result.extra["reconnected"] = self._lost
+        await record_info(ctx, logon.session)
+        return logon.session
+
+    async def reset(self) -> None:
+        logon, self._logon = self._logon, None
+        if logon is not None:
+            self._lost = True
+            await logon.session.close()
+
+    async def close(self) -> None:
+        self._lost = False
+        logon, self._logon = self._logon, None
+        if logon is not None:
+            await logon.session.close()

@@ -14,12 +14,12 @@ Parameters: ``warm`` (bool, default true), ``query`` (bool, default true; the
 from __future__ import annotations
 
 from app.drivers.base import SessionInfo
-from app.probes.base import Probe, ProbeContext, checked_params
-from app.probes.logon import Logon, record_info, timed_logon
+from app.probes.base import ProbeContext, checked_params
+from app.probes.logon import KeptLogon
 from app.probes.spec import ProbeSpec
 
 
-class SessionPing(Probe):
+class SessionPing(KeptLogon):
     name = "sessionping"
 
     def __init__(self, spec: ProbeSpec) -> None:
@@ -27,29 +27,24 @@ class SessionPing(Probe):
         p = checked_params(self.name, spec.params)
         self.warm: bool = p["warm"]
         self.query: bool = p["query"]
-        self._logon: Logon | None = None
         self._info: SessionInfo | None = None
-        self._lost = False
 
     async def run(self, ctx: ProbeContext) -> None:
         r = ctx.result
         if self._logon is None:
-            logon = await timed_logon(ctx, self.spec.endpoint)
-            ctx.release(logon.cleanup_token)  # kept across runs; reset() closes it
-            self._logon = logon
-            r.extra["reconnected"] = self._lost
-            await record_info(ctx, logon.session)
+            s = await self._log_on(ctx)
             self._info = SessionInfo(r.sid, r.serial, r.instance, r.service, r.server_type)
-        elif self._info is not None:
-            i = self._info
-            r.sid, r.serial, r.instance, r.service, r.server_type = (
-                i.sid,
-                i.serial,
-                i.instance,
-                i.service,
-                i.server_type,
-            )
-        s = self._logon.session
+        else:
+            s = self._logon.session
+            if self._info is not None:
+                i = self._info
+                r.sid, r.serial, r.instance, r.service, r.server_type = (
+                    i.sid,
+                    i.serial,
+                    i.instance,
+                    i.service,
+                    i.server_type,
+                )
         before = s.round_trips
         if self.warm:
             ctx.phase = "ping"
@@ -64,13 +59,5 @@ class SessionPing(Probe):
             r.extra["round_trips_run"] = after - before
 
     async def reset(self) -> None:
-        logon, self._logon, self._info = self._logon, None, None
-        if logon is not None:
-            self._lost = True
-            await logon.session.close()
-
-    async def close(self) -> None:
-        self._lost = False
-        logon, self._logon = self._logon, None
-        if logon is not None:
-            await logon.session.close()
+        self._info = None
+        await super().reset()
