@@ -25,12 +25,20 @@ def start_child(module: str, args: list[str], what: str) -> tuple[subprocess.Pop
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if not line.startswith("{"):
+        stop_child(proc)
+        raise RuntimeError(f"{what} did not start: {line!r}")
+    return proc, json.loads(line)
+
+
+def stop_child(proc: subprocess.Popen[str]) -> None:
+    """Terminate a child started by :func:`start_child` (killed after 10 s) and close its
+    stdout."""
+    if proc.poll() is None:
         proc.terminate()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    if proc.stdout is not None:
         proc.stdout.close()
-        raise RuntimeError(f"{what} did not start: {line!r}")
-    return proc, json.loads(line)

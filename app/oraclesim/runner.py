@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from .child import start_child
+from .child import start_child, stop_child
 from .config import SimConfig
 from .faults import FaultSet
 from .server import Simulator
@@ -130,13 +130,8 @@ class SimulatorProcess:
             return json.loads(resp.read() or b"null")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc is not None:
+            stop_child(self.proc)
         self.proc = None
 
     def __enter__(self) -> SimulatorProcess:
