@@ -19,16 +19,27 @@ The secret password of "sales" is ``SECRET_PW`` (it must never come back).
 
 from __future__ import annotations
 
+import contextlib
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
+import psycopg
+from cryptography.fernet import Fernet
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine
 
+from app import migrate
 from app.credentials import Vault
+from app.pgcluster import PgCluster
 from app.samples import ErrorClass, Sample, SampleStatus
 from app.store.ingest import write_samples
 from app.store.rollups import roll_up_pending
 from app.targets import import_targets, parse_targets
+from app.web.app import create_app
 from app.web.lookups import load_targets
 
 SECRET_PW = "s3cr3t-Tiger!-do-not-show"
@@ -167,3 +178,27 @@ def seed(engine: Engine, vault: Vault, *, hours: float = 2.0) -> Seeded:
         write_samples(conn, samples)
     roll_up_pending(engine)
     return Seeded(now=now, series=series, sessionping=sping, errors_at=errors_at, spike_at=spike_at)
+
+
+T = TypeVar("T")
+
+
+@contextlib.contextmanager
+def seeded_app(
+    pg_cluster: PgCluster, prefix: str, seeder: Callable[[Engine, Vault], T]
+) -> Iterator[tuple[TestClient, T]]:
+    """A fresh database migrated to head and filled by ``seeder``, a client on the app over
+    it; the database is dropped afterwards."""
+    name = prefix + uuid.uuid4().hex[:10]
+    pg_cluster.create_database(name)
+    engine = create_engine(pg_cluster.url(name))
+    try:
+        migrate.upgrade(engine)
+        vault = Vault(Fernet.generate_key())
+        data = seeder(engine, vault)
+        with TestClient(create_app(engine, vault=vault)) as c:
+            yield c, data
+    finally:
+        engine.dispose()
+        with psycopg.connect(pg_cluster.dsn(), autocommit=True) as conn:
+            conn.execute(f'drop database if exists "{name}" with (force)')

@@ -3,34 +3,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 from fastapi.testclient import TestClient
 
-from app.pgcluster import PgCluster
 from tests.fixtures.browser import LiveServer
-from tests.web.weekly_data import B_ERRORS, B_TIMEOUTS, Weeks, seed_weeks, weekly_app
+from tests.web.weekly_data import B_ERRORS, B_TIMEOUTS, Weeks, seed_weeks
 
 REL = 0.0197  # the store's percentiles are within 1.96 %
 
 
-@pytest.fixture(scope="module")
-def env(pg_cluster: PgCluster) -> Iterator[tuple[TestClient, Weeks]]:
-    with weekly_app(pg_cluster, "heatmap_") as made:
-        yield made
+@pytest.fixture
+def client(weekly_env: tuple[TestClient, Weeks]) -> TestClient:
+    return weekly_env[0]
 
 
 @pytest.fixture
-def client(env: tuple[TestClient, Weeks]) -> TestClient:
-    return env[0]
-
-
-@pytest.fixture
-def weeks(env: tuple[TestClient, Weeks]) -> Weeks:
-    return env[1]
+def weeks(weekly_env: tuple[TestClient, Weeks]) -> Weeks:
+    return weekly_env[1]
 
 
 URL = "/api/v1/targets/weekly/heatmap"

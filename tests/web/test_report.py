@@ -8,7 +8,6 @@ import csv
 import io
 import math
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from html.parser import HTMLParser
 from pathlib import Path
@@ -17,29 +16,22 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.pgcluster import PgCluster
 from app.web.lookups import load_targets
 from app.web.overview import overview_probe
 from app.web.report import WEEK, _week_stats, build_report, latency_change, parse_week
 from app.web.timerange import RangeError
 from tests.fixtures.browser import LiveServer
-from tests.web.weekly_data import B_AVAILABILITY, PER_WEEK, Weeks, seed_weeks, weekly_app
-
-
-@pytest.fixture(scope="module")
-def env(pg_cluster: PgCluster) -> Iterator[tuple[TestClient, Weeks]]:
-    with weekly_app(pg_cluster, "report_") as made:
-        yield made
+from tests.web.weekly_data import B_AVAILABILITY, PER_WEEK, Weeks, seed_weeks
 
 
 @pytest.fixture
-def client(env: tuple[TestClient, Weeks]) -> TestClient:
-    return env[0]
+def client(weekly_env: tuple[TestClient, Weeks]) -> TestClient:
+    return weekly_env[0]
 
 
 @pytest.fixture
-def weeks(env: tuple[TestClient, Weeks]) -> Weeks:
-    return env[1]
+def weeks(weekly_env: tuple[TestClient, Weeks]) -> Weeks:
+    return weekly_env[1]
 
 
 def _rows(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -14,26 +14,16 @@ weeks: A (two weeks before this one) and B (the last complete week):
 
 from __future__ import annotations
 
-import contextlib
-import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-import psycopg
-from cryptography.fernet import Fernet
-from fastapi.testclient import TestClient
-from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine
 
-from app import migrate
 from app.credentials import Vault
-from app.pgcluster import PgCluster
 from app.samples import ErrorClass, Sample, SampleStatus
 from app.store.ingest import write_samples
 from app.store.rollups import roll_up_pending
 from app.targets import import_targets, parse_targets
-from app.web.app import create_app
 from app.web.lookups import load_target
 
 NAME = "weekly"
@@ -136,21 +126,3 @@ def seed_weeks(engine: Engine, vault: Vault, now: datetime | None = None) -> Wee
         write_samples(conn, samples)
     roll_up_pending(engine)
     return Weeks(a, b, hot)
-
-
-@contextlib.contextmanager
-def weekly_app(pg_cluster: PgCluster, prefix: str) -> Iterator[tuple[TestClient, Weeks]]:
-    """A fresh database with the two hand-built weeks, and a client on the app over it."""
-    name = prefix + uuid.uuid4().hex[:10]
-    pg_cluster.create_database(name)
-    engine = create_engine(pg_cluster.url(name))
-    try:
-        migrate.upgrade(engine)
-        vault = Vault(Fernet.generate_key())
-        weeks = seed_weeks(engine, vault)
-        with TestClient(create_app(engine, vault=vault)) as c:
-            yield c, weeks
-    finally:
-        engine.dispose()
-        with psycopg.connect(pg_cluster.dsn(), autocommit=True) as conn:
-            conn.execute(f'drop database if exists "{name}" with (force)')
