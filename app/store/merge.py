@@ -88,12 +88,7 @@ def merged_sql(
             f"sum(c) over (partition by {k}) as tot from h_{p}) w group by {k})"
         )
 
-    out = [f"base.{key}" for key in keys]
-    out += [f"base.{c}" for c in ("n", "n_ok", "n_error", "n_timeout", "n_skipped")]
-    joins = []
-    if errors:
-        out += ["err_class.err_class", "err_code.err_code"]
-        joins += [f"left join err_class using ({k})", f"left join err_code using ({k})"]
+    out, joins = _leading_columns(keys, errors)
     for p in phases:
         out += [f"base.{p}_n", f"base.{p}_min", f"base.{p}_max", f"base.{p}_sum"]
         for name in _Q:
@@ -111,6 +106,22 @@ def merged_sql(
         elif hist:
             out += [f"q_{p}.hi::smallint[] as {p}_hi", f"q_{p}.hc as {p}_hc"]
         joins.append(f"left join q_{p} using ({k})")
+    return _assemble(ctes, out, joins)
+
+
+def _leading_columns(keys: Sequence[str], errors: bool) -> tuple[list[str], list[str]]:
+    """Output columns and joins every merged row starts with: keys, counts, error maps."""
+    out = [f"base.{key}" for key in keys]
+    out += [f"base.{c}" for c in ("n", "n_ok", "n_error", "n_timeout", "n_skipped")]
+    joins = []
+    if errors:
+        k = ", ".join(keys)
+        out += ["err_class.err_class", "err_code.err_code"]
+        joins += [f"left join err_class using ({k})", f"left join err_code using ({k})"]
+    return out, joins
+
+
+def _assemble(ctes: Sequence[str], out: Sequence[str], joins: Sequence[str]) -> str:
     return "with " + ",\n".join(ctes) + f"\nselect {', '.join(out)}\nfrom base {' '.join(joins)}"
 
 
@@ -162,12 +173,7 @@ def _raw_sql(src: str, keys: Sequence[str], phases: Sequence[str], errors: bool)
     ]
     if errors:
         ctes += [_error_cte(col, k, raw=True) for col in ("err_class", "err_code")]
-    out = [f"base.{key}" for key in keys]
-    out += [f"base.{c}" for c in ("n", "n_ok", "n_error", "n_timeout", "n_skipped")]
-    joins = []
-    if errors:
-        out += ["err_class.err_class", "err_code.err_code"]
-        joins += [f"left join err_class using ({k})", f"left join err_code using ({k})"]
+    out, joins = _leading_columns(keys, errors)
     for p in phases:
         out += [f"base.{p}_n", f"base.{p}_min", f"base.{p}_max", f"base.{p}_sum"]
         out += [f"base.{p}_q[{j}]::real as {p}_{name}" for j, name in enumerate(_Q, 1)]
@@ -175,4 +181,4 @@ def _raw_sql(src: str, keys: Sequence[str], phases: Sequence[str], errors: bool)
             f"base.{p}_hi::smallint[] as {p}_hi",
             f"case when base.{p}_n > 0 then array_fill(1, array[base.{p}_n]) end as {p}_hc",
         ]
-    return "with " + ",\n".join(ctes) + f"\nselect {', '.join(out)}\nfrom base {' '.join(joins)}"
+    return _assemble(ctes, out, joins)
