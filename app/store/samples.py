@@ -88,6 +88,11 @@ def resolve_series(
     )
 
 
+# Added to the filters when only failed samples can match: lets the planner use the
+# partial index, and tells connwatch_samples() it may read failures only.
+_FAILED_ONLY = "s.status <> 'ok'"
+
+
 def _filters(
     statuses: Sequence[str] | None, error_code: str | None, params: dict[str, Any]
 ) -> list[str]:
@@ -99,10 +104,10 @@ def _filters(
         params["st"] = list(statuses)
         cond.append("s.status = any(:st)")
         if "ok" not in statuses:
-            cond.append("s.status <> 'ok'")  # lets the planner use the partial index
+            cond.append(_FAILED_ONLY)
     if error_code is not None:
         params["code"] = error_code
-        cond += ["s.error_code = :code", "s.status <> 'ok'"]
+        cond += ["s.error_code = :code", _FAILED_ONLY]
     return cond
 
 
@@ -178,7 +183,7 @@ def read_samples(
     if not ids:
         return SamplePage([], None)
     params["ids"] = ids
-    failed_only = bool((statuses is not None and "ok" not in statuses) or error_code)
+    failed_only = _FAILED_ONLY in cond
     lo, hi = start, end
     if lo is None or hi is None:
         first, last = _extent(conn, ids)
@@ -299,7 +304,7 @@ def _stream(
         extra = extra.replace(f":{k}", "{" + k + "}")
 
     cols = ", ".join(f"s.{c}" for c in COLUMNS)
-    failed_only = sql.Literal(bool("s.status <> 'ok'" in cond))
+    failed_only = sql.Literal(_FAILED_ONLY in cond)
     with engine.connect() as conn:
         first, last = _extent(conn, ids) if ids else (None, None)
     if first is None or last is None:
