@@ -298,6 +298,7 @@ def _stream(
                 {"ids": ids},
             )
         }
+        first, last = _extent(conn, ids) if ids else (None, None)
     lits: dict[str, sql.Composable] = {k: sql.Literal(v) for k, v in params.items()}
     extra = "".join(f" and {c}" for c in cond)
     for k in params:
@@ -305,8 +306,6 @@ def _stream(
 
     cols = ", ".join(f"s.{c}" for c in COLUMNS)
     failed_only = sql.Literal(_FAILED_ONLY in cond)
-    with engine.connect() as conn:
-        first, last = _extent(conn, ids) if ids else (None, None)
     if first is None or last is None:
         first = last = start
     lo, hi = max(start, _day_floor(first)), min(end, last)
