@@ -20,13 +20,15 @@ import contextlib
 import json
 import sys
 import time
+from collections.abc import Coroutine
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import IO, Annotated
+from typing import IO, Annotated, Any
 
 import typer
 
 from app.probes import rwlformat as fmt
-from app.probes.base import ProbeContext
+from app.probes.base import ProbeConfigError, ProbeContext
 from app.probes.cmdargs import (
     AskPw,
     CClass,
@@ -109,32 +111,24 @@ def connping(
     stats = (fmt.Stat(), fmt.Stat(), fmt.Stat())
     if csv is not None:
         csv.write(fmt.connping_csv_header(t, csvexcel))
-    try:
-        asyncio.run(
-            _connping_loop(
-                ep,
-                period,
-                interval,
-                deadline,
-                t,
-                csv,
-                csvexcel,
-                flush_output,
-                flush_csv,
-                json_out,
-                phases,
-                stats,
-            )
-        )
-    except KeyboardInterrupt:
-        pass
-    except _FirstConnectFailed as exc:
-        report_error(cmd, exc.sample)
-        if csv is not None:
-            csv.close()
-        raise typer.Exit(1) from None
-    if csv is not None:
-        csv.close()
+    _run(
+        cmd,
+        csv,
+        _connping_loop(
+            ep,
+            period,
+            interval,
+            deadline,
+            t,
+            csv,
+            csvexcel,
+            flush_output,
+            flush_csv,
+            json_out,
+            phases,
+            stats,
+        ),
+    )
     if json_out:
         names = ("connect", "ociping", "dualping")
         print(json.dumps({"summary": {n: stat_dict(s) for n, s in zip(names, stats, strict=True)}}))
@@ -148,6 +142,20 @@ class _FirstConnectFailed(Exception):
     def __init__(self, sample: Sample) -> None:
         super().__init__(sample.error_message)
         self.sample = sample
+
+
+def _run(cmd: str, csv: IO[str] | None, loop: Coroutine[Any, Any, None]) -> None:
+    """Run a command's loop until it ends or Ctrl-C; exit 1 if its first logon failed.
+    The CSV file (if any) is closed either way."""
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(loop)
+    except _FirstConnectFailed as exc:
+        report_error(cmd, exc.sample)
+        raise typer.Exit(1) from None
+    finally:
+        if csv is not None:
+            csv.close()
 
 
 async def _connping_loop(
@@ -241,31 +249,23 @@ def ociping(
     stat = fmt.Stat()
     if csv is not None:
         csv.write(fmt.ociping_csv_header(t, csvexcel))
-    try:
-        asyncio.run(
-            _ociping_loop(
-                ep,
-                period,
-                interval,
-                deadline,
-                t,
-                csv,
-                csvexcel,
-                flush_output,
-                flush_csv,
-                json_out,
-                stat,
-            )
-        )
-    except KeyboardInterrupt:
-        pass
-    except _FirstConnectFailed as exc:
-        report_error(cmd, exc.sample)
-        if csv is not None:
-            csv.close()
-        raise typer.Exit(1) from None
-    if csv is not None:
-        csv.close()
+    _run(
+        cmd,
+        csv,
+        _ociping_loop(
+            ep,
+            period,
+            interval,
+            deadline,
+            t,
+            csv,
+            csvexcel,
+            flush_output,
+            flush_csv,
+            json_out,
+            stat,
+        ),
+    )
     if json_out:
         print(json.dumps({"summary": {"ociping": stat_dict(stat)}}))
     else:
@@ -369,10 +369,6 @@ def sweep(
             raise fail(cmd, f"--modes must list dedicated, shared, pooled; got {modes!r}") from None
     else:
         mode_list = [None]
-    from dataclasses import replace
-
-    from app.probes.base import ProbeConfigError
-
     specs = []
     for m in mode_list:
         mep = (
