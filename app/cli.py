@@ -41,9 +41,8 @@ class CliError(Exception):
     """An expected failure: printed as one line, exit status 2."""
 
 
-def _fail(message: str) -> typer.Exit:
+def _error(message: str) -> None:
     typer.echo(f"connwatch: error: {message}", err=True)
-    return typer.Exit(2)
 
 
 def load_settings() -> Settings:
@@ -330,10 +329,11 @@ def main() -> None:
     try:
         cli()  # standalone: click reports usage errors itself (exit 2)
     except (CliError, StoreError, SecretError) as exc:
-        raise SystemExit(_fail(str(exc)).exit_code) from None
+        _error(str(exc))
+        sys.exit(2)
     except TargetsFileError as exc:
         for line in exc.errors:
-            typer.echo(f"connwatch: error: {line}", err=True)
+            _error(line)
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
