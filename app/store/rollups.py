@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
@@ -105,10 +105,6 @@ def _merge_up_sql(child: Grain, parent: Grain, dirty: str) -> str:
     return merged_sql(src, ["series_id", "bucket"], raw=False)
 
 
-def _day_floor(t: datetime) -> datetime:
-    return t.replace(hour=0, minute=0, second=0, microsecond=0)
-
-
 def roll_up_batch(conn: Connection, limit: int = 20000) -> tuple[int, int, int]:
     """Recompute up to ``limit`` dirty minutes of the oldest dirty UTC day, and their hours
     and days, in ``conn``'s transaction.
@@ -120,7 +116,7 @@ def roll_up_batch(conn: Connection, limit: int = 20000) -> tuple[int, int, int]:
     ).scalar_one_or_none()
     if first is None:
         return (0, 0, 0)
-    day = _day_floor(first.astimezone(UTC))
+    day = floor_to(first, DAY.width)
     conn.execute(
         text(
             "create temp table _cw_d1m on commit drop as "

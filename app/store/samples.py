@@ -17,7 +17,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from app.samples import ErrorClass, Sample, SampleStatus
-from app.store.layout import COLUMNS, driver_connection, no_jit
+from app.store.layout import COLUMNS, DAY, driver_connection, no_jit
+from app.store.resolution import floor_to
 
 # -- reading -------------------------------------------------------------------------
 
@@ -308,7 +309,7 @@ def _stream(
     failed_only = sql.Literal(_FAILED_ONLY in cond)
     if first is None or last is None:
         first = last = start
-    lo, hi = max(start, _day_floor(first)), min(end, last)
+    lo, hi = max(start, floor_to(first, DAY.width)), min(end, last)
     header = True
     with engine.connect() as conn:
         # A month of one series is costed high enough for JIT, whose compile time
@@ -343,16 +344,11 @@ def _stream(
                     yield bytes(chunk)
 
 
-def _day_floor(t: datetime) -> datetime:
-    t = t.astimezone(UTC)
-    return t.replace(hour=0, minute=0, second=0, microsecond=0)
-
-
 def _day_windows(lo: datetime, hi: datetime) -> list[tuple[datetime, datetime]]:
     out: list[tuple[datetime, datetime]] = []
     a = lo
     while a < hi:
-        b = min(hi, _day_floor(a) + timedelta(days=1))
+        b = min(hi, floor_to(a, DAY.width) + timedelta(days=1))
         out.append((a, b))
         a = b
     return out
