@@ -162,7 +162,6 @@ def compare_view(
     for m in res.modes:
         if m.mode not in mode_names:
             continue
-        style = mode_style(m.kind)
         hist = sorted(m.histogram)
         box = None
         ex: list[float] = []
@@ -177,9 +176,7 @@ def compare_view(
             CompareMode(
                 name=m.mode,
                 kind=m.kind,
-                color=style["color"],
-                dash=style["dash"],
-                symbol=style["symbol"],
+                **mode_style(m.kind),
                 n=m.n,
                 n_failed=m.n_error + m.n_timeout,
                 availability=m.availability,
@@ -236,14 +233,11 @@ def daily_view(
             per[mid][p.bucket] = (p.count, p.p50_ms)
     out = []
     for m in modes:
-        style = mode_style(m.kind)
         items = sorted(per.get(m.id, {}).items())
         out.append(
             DailyMode(
                 name=m.name,
-                color=style["color"],
-                dash=style["dash"],
-                symbol=style["symbol"],
+                **mode_style(m.kind),
                 days=[b.date().isoformat() for b, _ in items],
                 p50=[v for _, (_, v) in items],
             )

@@ -201,14 +201,11 @@ def target_timeseries(
             if p.bucket not in best or p.n > best[p.bucket].n:
                 best[p.bucket] = p
         pts = [best[b] for b in sorted(best)]
-        style = mode_style(m.kind)
         out_modes.append(
             ModeTimeseries(
                 name=m.name,
                 kind=m.kind,
-                color=style["color"],
-                dash=style["dash"],
-                symbol=style["symbol"],
+                **mode_style(m.kind),
                 t=[p.bucket for p in pts],
                 p5=[p.p5_ms for p in pts],
                 p50=[p.p50_ms for p in pts],

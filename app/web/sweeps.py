@@ -65,7 +65,6 @@ def latest_sweeps(
                 found[mid] = r
     out = []
     for m in modes:
-        style = mode_style(m.kind)
         run = found.get(m.id)
         levels = (
             [lv for lv in (run.extra.get("levels") or []) if isinstance(lv, dict)] if run else []
@@ -74,9 +73,7 @@ def latest_sweeps(
         out.append(
             SweepMode(
                 name=m.name,
-                color=style["color"],
-                dash=style["dash"],
-                symbol=style["symbol"],
+                **mode_style(m.kind),
                 at=run.scheduled_at if run else None,
                 levels=[int(lv.get("level", 0)) for lv in levels],
                 p50=[_ms(lv.get("logon_ns"), "p50") for lv in levels],
