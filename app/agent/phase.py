@@ -32,11 +32,6 @@ def from_ms(ms: int) -> datetime:
     return EPOCH + timedelta(milliseconds=ms)
 
 
-def anchor(series_id: int, interval_ms: int) -> datetime:
-    """The first scheduled instant of the series (at or after the epoch)."""
-    return from_ms(phase_offset_ms(series_id, interval_ms))
-
-
 def instant_at_or_before(series_id: int, interval_ms: int, at: datetime) -> datetime:
     """The latest scheduled instant not after ``at``."""
     off = phase_offset_ms(series_id, interval_ms)
