@@ -35,14 +35,14 @@ class ImportOutcome:
 def find_or_create_series(
     conn: Connection, target: str, mode: str, site: str | None, interval_ms: int
 ) -> int:
-    found = conn.execute(
+    mode_id = conn.execute(
         text(
-            "select m.id as mode_id, t.kind from targets t join modes m on m.target_id = t.id "
+            "select m.id from targets t join modes m on m.target_id = t.id "
             "where t.name = :t and m.name = :m"
         ),
         {"t": target, "m": mode},
-    ).first()
-    if found is None:
+    ).scalar()
+    if mode_id is None:
         known = conn.execute(
             text(
                 "select m.name from targets t join modes m on m.target_id = t.id "
@@ -56,7 +56,7 @@ def find_or_create_series(
         raise ImportError_(f"target {target!r} has no mode {mode!r} (it has: {', '.join(names)})")
     rows = conn.execute(
         text("select id, site from series where mode_id = :m and probe = 'connping' order by id"),
-        {"m": found.mode_id},
+        {"m": mode_id},
     ).all()
     if site is not None:
         for r in rows:
@@ -74,7 +74,7 @@ def find_or_create_series(
             "insert into series (mode_id, probe, interval_ms, timeout_ms, enabled, site) "
             "values (:m, 'connping', :i, :i, false, :s) returning id"
         ),
-        {"m": found.mode_id, "i": max(100, interval_ms), "s": site or "import"},
+        {"m": mode_id, "i": max(100, interval_ms), "s": site or "import"},
     ).scalar_one()
     return int(new_id)
 
