@@ -63,6 +63,14 @@ class HeatmapOut(BaseModel):
     failed: list[list[int]]  # error + timeout
 
 
+def _check_tz(tz: str) -> None:
+    """An unknown time zone is a 422 naming ``tz`` (a RangeError), for the API and the page."""
+    try:
+        check_tz(tz)
+    except ValueError as exc:
+        raise RangeError(f"tz: {exc}") from None
+
+
 def pick_mode(target: TargetInfo, name: str | None) -> ModeInfo:
     if not target.modes:
         raise HTTPException(404, f"target {target.name!r} has no modes")
@@ -88,10 +96,7 @@ def heatmap_view(
     probe: str,
     tz: str,
 ) -> HeatmapOut:
-    try:
-        check_tz(tz)
-    except ValueError as exc:
-        raise RangeError(f"tz: {exc}") from None
+    _check_tz(tz)
     ids = [s.id for s in mode.series if s.probe == probe]
     p50: list[list[float | None]] = [[None] * 24 for _ in WEEKDAYS]
     p95: list[list[float | None]] = [[None] * 24 for _ in WEEKDAYS]
@@ -159,10 +164,7 @@ def heatmap_page(
     target = target_or_404(conn, name)
     m = pick_mode(target, mode)
     if tz:
-        try:
-            check_tz(tz)
-        except ValueError as exc:
-            raise RangeError(f"tz: {exc}") from None
+        _check_tz(tz)
     api_q = {"mode": m.name, "phase": phase, "probe": probe, **({"tz": tz} if tz else {})}
     return templates.TemplateResponse(
         request,
