@@ -88,8 +88,7 @@ def scope_by_path(conn: ConnDep, name: TargetName, modes: ModesQ = None) -> Scop
 
 
 def scope_by_query(conn: ConnDep, target: TargetQ, modes: ModesQ = None) -> Scope:
-    t = target_or_404(conn, target)
-    return Scope(t, pick_modes(t, modes))
+    return scope_by_path(conn, target, modes)
 
 
 PathScope = Annotated[Scope, Depends(scope_by_path)]
