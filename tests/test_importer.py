@@ -3,9 +3,7 @@ simulator) lands in the store once, however often it is imported."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -16,22 +14,10 @@ from app.credentials import Vault
 from app.pgcluster import PgCluster
 from app.targets import import_targets, parse_targets
 from tests.fixtures.oraclesim import OracleSimHandle
+from tests.test_cli import run_cli
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("CONNWATCH_")}
-    full.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
-        cwd=ROOT,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+# these runs keep the 2-minute allowance they had (run_cli's default is one minute)
+_cli = partial(run_cli, timeout=120)
 
 
 @pytest.fixture
