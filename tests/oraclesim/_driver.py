@@ -60,6 +60,11 @@ def make_pool_async(
     return oracledb.create_pool_async(user=user, password=password, dsn=sim.dsn(mode=mode), **kw)
 
 
+def sysstat(sim: Any, name: str) -> Any:
+    """VALUE of the V$SYSSTAT row ``name`` as the simulator reports it now."""
+    return next(r["VALUE"] for r in sim.view("v$sysstat") if r["NAME"] == name)
+
+
 def code(exc: BaseException) -> str:
     """The full_code (ORA-nnnnn / DPY-nnnn) of a python-oracledb exception."""
     return str(exc.args[0].full_code)

@@ -9,11 +9,7 @@ import time
 import oracledb
 import pytest
 
-from ._driver import code, connect, connect_async
-
-
-def _stat(sim, name):
-    return next(r["VALUE"] for r in sim.view("v$sysstat") if r["NAME"] == name)
+from ._driver import code, connect, connect_async, sysstat
 
 
 def test_ping_commit_rollback_logoff_are_calls_on_the_server(oraclesim):
@@ -76,29 +72,29 @@ def test_fetch_calls_bring_the_remaining_rows(oraclesim):
 
 
 def test_insert_and_commit_on_the_scratch_table(oraclesim):
-    commits = _stat(oraclesim, "user commits")
+    commits = sysstat(oraclesim, "user commits")
     with connect(oraclesim) as conn:
         cur = conn.cursor()
         cur.execute("insert into connwatch_probe (id, ts) values (1, systimestamp)")
         assert cur.rowcount == 1
         conn.commit()
-    assert _stat(oraclesim, "user commits") == commits + 1
+    assert sysstat(oraclesim, "user commits") == commits + 1
 
 
 def test_open_transaction_is_rolled_back_on_close(oraclesim):
-    rollbacks = _stat(oraclesim, "user rollbacks")
+    rollbacks = sysstat(oraclesim, "user rollbacks")
     conn = connect(oraclesim)
     conn.cursor().execute("insert into connwatch_probe values (1)")
     conn.close()  # the client sends a rollback because the server said a txn is open
-    assert _stat(oraclesim, "user rollbacks") == rollbacks + 1
+    assert sysstat(oraclesim, "user rollbacks") == rollbacks + 1
 
 
 def test_autocommit_insert_commits_on_the_server(oraclesim):
-    commits = _stat(oraclesim, "user commits")
+    commits = sysstat(oraclesim, "user commits")
     with connect(oraclesim) as conn:
         conn.autocommit = True
         conn.cursor().execute("insert into connwatch_probe values (2)")
-    assert _stat(oraclesim, "user commits") == commits + 1
+    assert sysstat(oraclesim, "user commits") == commits + 1
 
 
 @pytest.mark.parametrize(

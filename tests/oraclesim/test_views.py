@@ -12,19 +12,15 @@ import pytest
 
 from app.oraclesim import SimConfig
 
-from ._driver import code, connect, eventually, make_pool, make_pool_async
-
-
-def _sysstat(sim, name):
-    return next(r["VALUE"] for r in sim.view("v$sysstat") if r["NAME"] == name)
+from ._driver import code, connect, eventually, make_pool, make_pool_async, sysstat
 
 
 def test_logons_cumulative_and_cm_time_move_with_logons(oraclesim):
-    logons = _sysstat(oraclesim, "logons cumulative")
+    logons = sysstat(oraclesim, "logons cumulative")
     cm = oraclesim.view("v$sys_time_model")[0]["VALUE"]
     for _ in range(3):
         connect(oraclesim).close()
-    assert _sysstat(oraclesim, "logons cumulative") == logons + 3
+    assert sysstat(oraclesim, "logons cumulative") == logons + 3
     assert oraclesim.view("v$sys_time_model")[0]["VALUE"] > cm
     with connect(oraclesim) as conn:
         row = (
