@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from app.samples import ErrorClass, Sample, SampleStatus
 
@@ -17,31 +17,41 @@ def engine(migrated_engine: Engine) -> Engine:
     return migrated_engine
 
 
+def make_target(
+    conn: Connection, name: str, kind: str, modes: dict[str, list[tuple[str, int]]]
+) -> dict[tuple[str, str], int]:
+    """Create one target with the given modes (name -> [(probe, interval ms)]);
+    (mode, probe) -> series id."""
+    tid = conn.execute(
+        text(
+            "insert into targets (name, kind, dsn, username) "
+            "values (:n, :k, 'db:1521/svc', 'u') returning id"
+        ),
+        {"n": name, "k": kind},
+    ).scalar_one()
+    out: dict[tuple[str, str], int] = {}
+    for mode, probes in modes.items():
+        mid = conn.execute(
+            text("insert into modes (target_id, name, kind) values (:t, :m, :m) returning id"),
+            {"t": tid, "m": mode},
+        ).scalar_one()
+        for probe, interval_ms in probes:
+            out[(mode, probe)] = conn.execute(
+                text(
+                    "insert into series (mode_id, probe, interval_ms, timeout_ms) "
+                    "values (:m, :p, :i, :i) returning id"
+                ),
+                {"m": mid, "p": probe, "i": interval_ms},
+            ).scalar_one()
+    return out
+
+
 def make_series(engine: Engine, target: str, modes: dict[str, int] | None = None) -> dict[str, int]:
     """Create one Oracle target with the given modes (name -> interval ms); mode -> series id."""
     modes = modes or {"dedicated": 10000}
-    out: dict[str, int] = {}
     with engine.begin() as conn:
-        tid = conn.execute(
-            text(
-                "insert into targets (name, kind, dsn, username) "
-                "values (:n, 'oracle', 'db:1521/svc', 'u') returning id"
-            ),
-            {"n": target},
-        ).scalar_one()
-        for name, interval in modes.items():
-            mid = conn.execute(
-                text("insert into modes (target_id, name, kind) values (:t, :n, :n) returning id"),
-                {"t": tid, "n": name},
-            ).scalar_one()
-            out[name] = conn.execute(
-                text(
-                    "insert into series (mode_id, probe, interval_ms, timeout_ms) "
-                    "values (:m, 'connping', :i, :i) returning id"
-                ),
-                {"m": mid, "i": interval},
-            ).scalar_one()
-    return out
+        ids = make_target(conn, target, "oracle", {m: [("connping", i)] for m, i in modes.items()})
+    return {mode: sid for (mode, _), sid in ids.items()}
 
 
 def ok(series_id: int, at: datetime, total_ms: float, **kw: Any) -> Sample:

@@ -7,13 +7,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 
 from app.samples import Sample, SampleStatus
 from app.store.hist import MAX_RELATIVE_ERROR
 from app.store.ingest import write_samples
 from app.store.synthetic import MODE_MEDIAN_MS, HistorySeries, backfill, generate
 from app.store.timeseries import timeseries
+from tests.store.conftest import make_target
 
 END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
 
@@ -68,36 +69,9 @@ def test_small_history(engine: Engine) -> None:
 LIVE = datetime(2026, 11, 21, 3, 0, 2, tzinfo=UTC)  # first live sample of the connping series
 
 
-def _target(
-    conn: Connection, name: str, kind: str, modes: dict[str, list[tuple[str, int]]]
-) -> dict[tuple[str, str], int]:
-    tid = conn.execute(
-        text(
-            "insert into targets (name, kind, dsn, username) values (:n, :k, 'h:1/s', 'u') "
-            "returning id"
-        ),
-        {"n": name, "k": kind},
-    ).scalar_one()
-    out: dict[tuple[str, str], int] = {}
-    for mode, probes in modes.items():
-        mid = conn.execute(
-            text("insert into modes (target_id, name, kind) values (:t, :m, :m) returning id"),
-            {"t": tid, "m": mode},
-        ).scalar_one()
-        for probe, interval_ms in probes:
-            out[(mode, probe)] = conn.execute(
-                text(
-                    "insert into series (mode_id, probe, interval_ms, timeout_ms) "
-                    "values (:m, :p, :i, :i) returning id"
-                ),
-                {"m": mid, "p": probe, "i": interval_ms},
-            ).scalar_one()
-    return out
-
-
 def _history(engine: Engine) -> tuple[dict[tuple[str, str], int], list[HistorySeries]]:
     with engine.begin() as conn:
-        ora = _target(
+        ora = make_target(
             conn,
             "sales",
             "oracle",
@@ -106,7 +80,7 @@ def _history(engine: Engine) -> tuple[dict[tuple[str, str], int], list[HistorySe
                 "pooled": [("connping", 5000), ("poolacquire", 15000)],
             },
         )
-        pg = _target(conn, "pg", "postgres", {"direct": [("connping", 5000)]})
+        pg = make_target(conn, "pg", "postgres", {"direct": [("connping", 5000)]})
     ids = {**ora, **{("pg-" + m, p): i for (m, p), i in pg.items()}}
     series = [
         HistorySeries(
