@@ -228,12 +228,9 @@ def drop_packed_duplicates(
     ``samples_packed_days``, and only when a day is packed one more reading the packed
     (series, hour) rows the batch touches.
     """
-    today = datetime.now(UTC).date()
-    old = {
-        s.scheduled_at.astimezone(UTC).date()
-        for s in samples
-        if s.scheduled_at.astimezone(UTC).date() < today - timedelta(days=1)
-    }
+    yesterday, _ = _day_bounds(datetime.now(UTC).date() - timedelta(days=1))
+    # one comparison per sample in the usual case (a batch of recent samples)
+    old = {s.scheduled_at.astimezone(UTC).date() for s in samples if s.scheduled_at < yesterday}
     if not old:
         return list(samples)
     raw = driver_connection(conn)
