@@ -92,11 +92,18 @@ def _p95_sql(phase: str, table: str, *, epoch: bool, windows: bool = False) -> s
         else "where series_id = any(:ids) and bucket >= :a and bucket < :b"
     )
     return (
-        f"select string_agg(int4send(series_id::int4), ''::bytea), "
-        f"string_agg(int8send(({t})::int8), ''::bytea), "
-        f"string_agg(float4send({phase}_p95::float4), ''::bytea), "
-        f"string_agg(int4send({phase}_n::int4), ''::bytea) "
+        f"{_packed_columns(phase, f'({t})::int8')} "
         f"from {table} {where} and {phase}_n >= :mc and {phase}_p95 is not null"
+    )
+
+
+def _packed_columns(phase: str, time_sql: str) -> str:
+    """``select`` of series, ``time_sql`` (int8), p95 and n as concatenated send forms."""
+    return (
+        "select string_agg(int4send(series_id::int4), ''::bytea), "
+        f"string_agg(int8send({time_sql}), ''::bytea), "
+        f"string_agg(float4send({phase}_p95::float4), ''::bytea), "
+        f"string_agg(int4send({phase}_n::int4), ''::bytea)"
     )
 
 
@@ -109,10 +116,7 @@ def _minutes_over_sql(phase: str) -> str:
     """
     hour = "(extract(epoch from bucket)::bigint / 3600 - :h0)"
     return (
-        "select string_agg(int4send(series_id::int4), ''::bytea), "
-        "string_agg(int8send(extract(epoch from bucket)::bigint), ''::bytea), "
-        f"string_agg(float4send({phase}_p95::float4), ''::bytea), "
-        f"string_agg(int4send({phase}_n::int4), ''::bytea) "
+        f"{_packed_columns(phase, 'extract(epoch from bucket)::bigint')} "
         "from rollup_1m where series_id = any(:ids) and bucket >= :a and bucket < :b "
         f"and {phase}_n >= :mc "
         f"and {phase}_p95 > (cast(:lim as float8[]))[(series_id * :nh + {hour})::int + 1]"
