@@ -34,13 +34,13 @@ from psycopg.types.json import Jsonb
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
+from app.models import ORACLE_MODES
 from app.store.hist import bucket_index, bucket_value
 from app.store.layout import driver_connection, rollup_value_columns
 from app.store.partitions import ensure_rollup_partitions, ensure_sample_days
 from app.store.rollups import mark_dirty, roll_up_pending, weeks_backfill_sql
 
 MODE_MEDIAN_MS = {"dedicated": 61.0, "shared": 44.0, "pooled": 46.0}
-SERVER_TYPE = {"dedicated": "DEDICATED", "shared": "SHARED", "pooled": "POOLED"}
 # (status code, class, code, phase, message); status 1 = error, 2 = timeout
 ERRORS: tuple[tuple[int, str, str, str, str], ...] = (
     (1, "TNS", "TNS-12520", "logon", "listener could not find available handler"),
@@ -199,7 +199,7 @@ def _write_raw_day(
             ok = (d.status[rows] == 0) & keep[None, :]
             r_idx, c_idx = np.nonzero(ok)
             nrows = r_idx.size
-            st = SERVER_TYPE[kind].encode()
+            st = MODE_SERVER_TYPE[kind].encode()
             fields: list[tuple[str, Any]] = [
                 (">i4", ids[rows][r_idx]),
                 (">i8", sched[c_idx]),
@@ -484,7 +484,6 @@ def generate(
 # ``agent = 'synthetic'`` plus ``extra = {"synthetic": true}`` on every sample.
 
 SYNTHETIC_AGENT = "synthetic"
-ORACLE_MODES = ("dedicated", "shared", "pooled")
 # what app.drivers write into server_type per mode (Oracle: sys_context; PostgreSQL: route)
 MODE_SERVER_TYPE = {
     "dedicated": "DEDICATED",
