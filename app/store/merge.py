@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.store.hist import SQL_INDEX, SQL_VALUE
-from app.store.layout import PHASES
+from app.store.layout import COUNT_COLUMNS, PHASES
 
 _Q = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
 
@@ -46,8 +46,7 @@ def merged_sql(
         return _raw_sql(src, keys, phases, errors)
     k = ", ".join(keys)
     ctes = [f"src as materialized ({src})"]
-    base_cols = [f"sum({c})::int as {c}" for c in ("n", "n_ok", "n_error", "n_timeout")]
-    base_cols += ["sum(n_skipped)::int as n_skipped", "count(*) as _rows"]
+    base_cols = [f"sum({c})::int as {c}" for c in COUNT_COLUMNS] + ["count(*) as _rows"]
     for p in phases:
         base_cols += [
             f"sum({p}_n)::int as {p}_n",
@@ -112,7 +111,7 @@ def merged_sql(
 def _leading_columns(keys: Sequence[str], errors: bool) -> tuple[list[str], list[str]]:
     """Output columns and joins every merged row starts with: keys, counts, error maps."""
     out = [f"base.{key}" for key in keys]
-    out += [f"base.{c}" for c in ("n", "n_ok", "n_error", "n_timeout", "n_skipped")]
+    out += [f"base.{c}" for c in COUNT_COLUMNS]
     joins = []
     if errors:
         k = ", ".join(keys)
