@@ -32,11 +32,16 @@ def from_ms(ms: int) -> datetime:
     return EPOCH + timedelta(milliseconds=ms)
 
 
+def grid_at_or_before_ms(t_ms: int, offset_ms: int, interval_ms: int) -> int:
+    """The latest instant ``offset_ms + k * interval_ms`` (ms since the epoch) not after
+    ``t_ms``."""
+    return t_ms - (t_ms - offset_ms) % interval_ms
+
+
 def instant_at_or_before(series_id: int, interval_ms: int, at: datetime) -> datetime:
     """The latest scheduled instant not after ``at``."""
     off = phase_offset_ms(series_id, interval_ms)
-    t = to_ms(at)
-    return from_ms(t - (t - off) % interval_ms)
+    return from_ms(grid_at_or_before_ms(to_ms(at), off, interval_ms))
 
 
 def instant_after(series_id: int, interval_ms: int, at: datetime) -> datetime:

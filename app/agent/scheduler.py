@@ -42,7 +42,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from app.agent.limits import Limiter
-from app.agent.phase import from_ms, grace_s, phase_offset_ms, to_ms
+from app.agent.phase import from_ms, grace_s, grid_at_or_before_ms, phase_offset_ms, to_ms
 from app.agent.specs import SeriesRow, SpecError
 from app.agent.stats import AgentStats
 from app.probes.base import Probe, ProbeConfigError
@@ -102,10 +102,6 @@ class SeriesJob:
     needs_logon: bool = True
     task: asyncio.Task[Any] | None = None
     config_error: str | None = None
-
-
-def _same_schedule(a: SeriesRow, b: SeriesRow) -> bool:
-    return a.interval_ms == b.interval_ms
 
 
 SlotKey = tuple[int, int]  # (interval_ms, slot start offset in ms)
@@ -186,7 +182,7 @@ class SeriesScheduler:
                 job.grace_s = grace_s(row.interval_ms, self.max_grace_s)
                 job.config_error = None
                 self._retire(job)  # the next run builds a probe from the new row
-                if not _same_schedule(old, row):
+                if old.interval_ms != row.interval_ms:
                     self._leave_slot(sid, old.interval_ms, job.offset_ms)
                     job.offset_ms = phase_offset_ms(sid, row.interval_ms)
                     self._join_slot(sid, row.interval_ms, job.offset_ms)
@@ -225,8 +221,7 @@ class SeriesScheduler:
 
     def _add_aps_job(self, key: SlotKey) -> None:
         interval_ms, slot_ms = key
-        now = to_ms(datetime.now(UTC))
-        start = from_ms(now - (now - slot_ms) % interval_ms)
+        start = from_ms(grid_at_or_before_ms(to_ms(datetime.now(UTC)), slot_ms, interval_ms))
         self.aps.add_job(
             self._fire,
             trigger=IntervalTrigger(seconds=interval_ms / 1000.0, start_date=start, timezone=UTC),
