@@ -15,7 +15,8 @@ from app.store import probe_requests
 from app.store.agents import ALIVE_S, agent_status
 from app.web import forms
 from app.web.deps import ConnDep, EngineDep, TemplatesDep, VaultDep
-from app.web.lookups import load_target, load_targets
+from app.web.lookups import load_targets
+from app.web.params import target_or_404
 
 router = APIRouter(include_in_schema=False)
 MAX_FORM_BYTES = 64 * 1024
@@ -103,9 +104,7 @@ def edit_target(
     templates: TemplatesDep,
     test: int | None = None,
 ) -> Response:
-    target = load_target(conn, name)
-    if target is None:
-        raise HTTPException(404, f"no target named {name!r}")
+    target = target_or_404(conn, name)
     return _form_page(
         request, templates, forms.form_from_target(target), probe_request=test, target=target
     )
@@ -117,9 +116,7 @@ async def update_target(
 ) -> Response:
     data = await _form(request)
     with engine.connect() as conn:
-        target = load_target(conn, name)
-    if target is None:
-        raise HTTPException(404, f"no target named {name!r}")
+        target = target_or_404(conn, name)
     form, doc = forms.read_form(data, existing=target)
     entry = forms.validate(form, doc)
     if entry is None:
@@ -150,9 +147,7 @@ async def test_now(request: Request, name: str, engine: EngineDep) -> Response:
     data = await _form(request)
     mode_name = data.get("mode", "")
     with engine.begin() as conn:
-        target = load_target(conn, name)
-        if target is None:
-            raise HTTPException(404, f"no target named {name!r}")
+        target = target_or_404(conn, name)
         mode = target.mode(mode_name)
         if mode is None:
             raise HTTPException(422, f"mode: target {name!r} has no mode {mode_name!r}")
