@@ -17,7 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.store.layout import DAY, HOUR, MINUTE, ORIGIN_SQL, RAW, check_phase, no_jit
-from app.store.npmerge import histogram_columns, merge, rollup_columns, row_quantiles
+from app.store.npmerge import Merged, histogram_columns, merge, rollup_columns, row_quantiles
 from app.store.resolution import (
     DEFAULT_POINTS,
     RAW_MAX_SPAN,
@@ -108,6 +108,24 @@ def _merge_sql(p: Plan, phase: str) -> str:
     )
 
 
+def _raw_point(r: Any, bucket: datetime) -> Point:
+    """A row of :func:`_raw_sql` (quantiles p5, p50, p95, p99 in ``r[9]``) as a point."""
+    q = r[9] or [None] * 4
+    return Point(
+        r[0], bucket, r[2], r[3], r[4], r[5], r[6], r[7],
+        ms(r[8]), ms(q[1]), ms(q[2]), ms(q[3]), ms(r[10]), ms(r[11]), ms(q[0]),
+    )  # fmt: skip
+
+
+def _merged_point(sid: int, bucket: datetime, m: Merged) -> Point:
+    return Point(
+        sid, bucket, m.n, m.n_ok, m.n_error, m.n_timeout, m.n_skipped, m.count,
+        ms(m.min), ms(m.p50), ms(m.p95), ms(m.p99), ms(m.max),
+        ms(m.sum / m.count) if m.count and m.sum is not None else None,
+        ms(m.p5),
+    )  # fmt: skip
+
+
 def timeseries(
     conn: Connection,
     series_ids: Sequence[int],
@@ -124,14 +142,7 @@ def timeseries(
     params = {"ids": list(series_ids), "a": p.data_start, "b": p.data_end, "step": p.step}
     points: list[Point] = []
     if p.grain is RAW:
-        for r in conn.execute(text(_raw_sql(phase)), params):
-            q = r[9] or [None] * 4
-            points.append(
-                Point(
-                    r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
-                    ms(r[8]), ms(q[1]), ms(q[2]), ms(q[3]), ms(r[10]), ms(r[11]), ms(q[0]),
-                )
-            )  # fmt: skip
+        points = [_raw_point(r, r[1]) for r in conn.execute(text(_raw_sql(phase)), params)]
     elif p.step == p.grain.width:
         rows = conn.execute(text(_direct_sql(p, phase)), params).all()
         p5 = row_quantiles(rows, 14, (0.05,))[:, 0]  # stored rows keep no p5: histogram
@@ -147,15 +158,7 @@ def timeseries(
             )  # fmt: skip
     else:
         merged = merge(conn, _merge_sql(p, phase), params, nkeys=2)
-        for (sid, bucket), m in sorted(merged.items()):
-            points.append(
-                Point(
-                    sid, bucket, m.n, m.n_ok, m.n_error, m.n_timeout, m.n_skipped, m.count,
-                    ms(m.min), ms(m.p50), ms(m.p95), ms(m.p99), ms(m.max),
-                    ms(m.sum / m.count) if m.count and m.sum is not None else None,
-                    ms(m.p5),
-                )
-            )  # fmt: skip
+        points = [_merged_point(sid, bucket, m) for (sid, bucket), m in sorted(merged.items())]
     return SeriesResult(phase, p.grain.name, p.step, p.start, p.end, points)
 
 
@@ -186,14 +189,7 @@ def summary(
             text(_raw_sql(phase, whole=True)),
             {"ids": ids, "a": start, "b": end},
         )
-        points = [
-            Point(
-                r[0], start, r[2], r[3], r[4], r[5], r[6], r[7], ms(r[8]),
-                ms((r[9] or [None] * 4)[1]), ms((r[9] or [None] * 4)[2]),
-                ms((r[9] or [None] * 4)[3]), ms(r[10]), ms(r[11]), ms((r[9] or [None] * 4)[0]),
-            )
-            for r in rows
-        ]  # fmt: skip
+        points = [_raw_point(r, start) for r in rows]
         return SeriesResult(phase, RAW.name, span, start, end, points)
     if span <= RAW_MAX_SPAN:
         grain = MINUTE
@@ -208,13 +204,5 @@ def summary(
         "where series_id = any(:ids) and bucket >= :a and bucket < :b",
         {"ids": ids, "a": a, "b": b},
     )
-    points = [
-        Point(
-            sid, a, m.n, m.n_ok, m.n_error, m.n_timeout, m.n_skipped, m.count,
-            ms(m.min), ms(m.p50), ms(m.p95), ms(m.p99), ms(m.max),
-            ms(m.sum / m.count) if m.count and m.sum is not None else None,
-            ms(m.p5),
-        )
-        for sid, m in sorted(merged.items())
-    ]  # fmt: skip
+    points = [_merged_point(sid, a, m) for sid, m in sorted(merged.items())]
     return SeriesResult(phase, grain.name, b - a, a, b, points)
