@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel
 
@@ -20,15 +20,8 @@ from app.store.heatmap import check_tz, heatmap
 from app.web.deps import ConnDep, TemplatesDep
 from app.web.lookups import ModeInfo, TargetInfo
 from app.web.pages import probes_of
-from app.web.params import (
-    FromQ,
-    ProbeQ,
-    RangeQ,
-    TargetName,
-    ToQ,
-    target_or_404,
-)
-from app.web.timerange import RangeError, TimeRange, parse_range
+from app.web.params import ProbeQ, TargetName, Window30d, target_or_404
+from app.web.timerange import RangeError, TimeRange
 
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 HeatPhase = Literal["logon", "ping", "query", "logoff", "total"]
@@ -38,13 +31,6 @@ ModeQ = Annotated[
 TzQ = Annotated[
     str, Query(min_length=1, max_length=64, description="IANA time zone of the hours (UTC)")
 ]
-
-
-def window_30d(range_: RangeQ = None, from_: FromQ = None, to: ToQ = None) -> TimeRange:
-    return parse_range(range_, from_, to, default="30d")
-
-
-Window30d = Annotated[TimeRange, Depends(window_30d)]
 
 
 class HeatmapOut(BaseModel):

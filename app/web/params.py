@@ -48,9 +48,14 @@ def window_1h(range_: RangeQ = None, from_: FromQ = None, to: ToQ = None) -> Tim
     return parse_range(range_, from_, to, default="1h")
 
 
+def window_30d(range_: RangeQ = None, from_: FromQ = None, to: ToQ = None) -> TimeRange:
+    return parse_range(range_, from_, to, default="30d")
+
+
 Window = Annotated[TimeRange, Depends(window_24h)]
 Window7d = Annotated[TimeRange, Depends(window_7d)]
 Window1h = Annotated[TimeRange, Depends(window_1h)]
+Window30d = Annotated[TimeRange, Depends(window_30d)]
 
 
 def target_or_404(conn: ConnDep, name: str) -> TargetInfo:
