@@ -163,13 +163,17 @@ class OracleSession:
             instance_number=inst,
         )
 
-    async def insert(self, table: str, probe_id: str) -> None:
-        sql = f"insert into {table} (probe_id, at) values (:1, systimestamp)"
+    async def _exec(self, sql: str, binds: list[Any]) -> None:
         if self.conn is not None:
             with self.conn.cursor() as cur:
-                await cur.execute(sql, [probe_id])
+                await cur.execute(sql, binds)
         else:
-            await asyncio.to_thread(self._thick_exec, sql, [probe_id])
+            await asyncio.to_thread(self._thick_exec, sql, binds)
+
+    async def insert(self, table: str, probe_id: str) -> None:
+        await self._exec(
+            f"insert into {table} (probe_id, at) values (:1, systimestamp)", [probe_id]
+        )
 
     def _thick_exec(self, sql: str, binds: list[Any]) -> None:
         with self._thick().cursor() as cur:
@@ -186,13 +190,8 @@ class OracleSession:
             f"delete from {table} where probe_id = :1"
             f" and at < systimestamp - numtodsinterval({int(keep_seconds)}, 'SECOND')"
         )
-        if self.conn is not None:
-            with self.conn.cursor() as cur:
-                await cur.execute(sql, [probe_id])
-            await self.conn.commit()
-        else:
-            await asyncio.to_thread(self._thick_exec, sql, [probe_id])
-            await asyncio.to_thread(self._thick().commit)
+        await self._exec(sql, [probe_id])
+        await self.commit()
 
     async def close(self) -> None:
         if self._cursor is not None:
