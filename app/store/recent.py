@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 
 from app.store.layout import ORIGIN_SQL, check_phase
 from app.store.resolution import check_range
-from app.store.timeseries import Point, ms
+from app.store.timeseries import Point, stored_columns, stored_point
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,22 +72,10 @@ def minute_points(
         return []
     rows = conn.execute(
         text(
-            f"select series_id, bucket, n, n_ok, n_error, n_timeout, n_skipped, {phase}_n, "
-            f"{phase}_min, {phase}_p50, {phase}_p95, {phase}_p99, {phase}_max, {phase}_sum "
-            "from rollup_1m where series_id = any(:ids) "
+            f"select {stored_columns(phase)} from rollup_1m where series_id = any(:ids) "
             f"and bucket >= date_bin('1 minute', cast(:a as timestamptz), {ORIGIN_SQL}) "
             "and bucket < :b order by 1, 2"
         ),
         {"ids": list(series_ids), "a": start, "b": end},
     ).all()
-    out = []
-    for r in rows:
-        count = r[7] or 0
-        mean = ms(r[13] / count) if count and r[13] is not None else None
-        out.append(
-            Point(
-                r[0], r[1], r[2], r[3], r[4], r[5], r[6], count,
-                ms(r[8]), ms(r[9]), ms(r[10]), ms(r[11]), ms(r[12]), mean,
-            )
-        )  # fmt: skip
-    return out
+    return [stored_point(r) for r in rows]

@@ -88,12 +88,30 @@ def _raw_sql(phase: str, *, whole: bool = False) -> str:
     )
 
 
+def stored_columns(phase: str) -> str:
+    """The rollup columns :func:`stored_point` reads, in its order."""
+    return (
+        f"series_id, bucket, n, n_ok, n_error, n_timeout, n_skipped, {phase}_n, "
+        f"{phase}_min, {phase}_p50, {phase}_p95, {phase}_p99, {phase}_max, {phase}_sum"
+    )
+
+
+def stored_point(r: Any, p5: float | None = None) -> Point:
+    """A rollup row of :func:`stored_columns` as a point (its stored percentiles); ``p5``
+    in ns when computed (NaN or ignored without timed samples)."""
+    count = r[7] or 0
+    return Point(
+        r[0], r[1], r[2], r[3], r[4], r[5], r[6], count,
+        ms(r[8]), ms(r[9]), ms(r[10]), ms(r[11]), ms(r[12]),
+        ms(r[13] / count) if count and r[13] is not None else None,
+        ms(p5) if count and p5 is not None and p5 == p5 else None,
+    )  # fmt: skip
+
+
 def _direct_sql(p: Plan, phase: str) -> str:
     """Rollup rows that are the buckets themselves (step = table width): stored percentiles."""
     return (
-        f"select series_id, bucket, n, n_ok, n_error, n_timeout, n_skipped, {phase}_n, "
-        f"{phase}_min, {phase}_p50, {phase}_p95, {phase}_p99, {phase}_max, {phase}_sum, "
-        f"{histogram_columns(phase)} "
+        f"select {stored_columns(phase)}, {histogram_columns(phase)} "
         f"from {p.grain.table} where series_id = any(:ids) and bucket >= :a and bucket < :b "
         "order by 1, 2"
     )
@@ -146,16 +164,7 @@ def timeseries(
     elif p.step == p.grain.width:
         rows = conn.execute(text(_direct_sql(p, phase)), params).all()
         p5 = row_quantiles(rows, 14, (0.05,))[:, 0]  # stored rows keep no p5: histogram
-        for r, low in zip(rows, p5.tolist(), strict=True):
-            count = r[7] or 0
-            points.append(
-                Point(
-                    r[0], r[1], r[2], r[3], r[4], r[5], r[6], count,
-                    ms(r[8]), ms(r[9]), ms(r[10]), ms(r[11]), ms(r[12]),
-                    ms(r[13] / count) if count and r[13] is not None else None,
-                    ms(low) if count and low == low else None,
-                )
-            )  # fmt: skip
+        points = [stored_point(r, low) for r, low in zip(rows, p5.tolist(), strict=True)]
     else:
         merged = merge(conn, _merge_sql(p, phase), params, nkeys=2)
         points = [_merged_point(sid, bucket, m) for (sid, bucket), m in sorted(merged.items())]
