@@ -32,11 +32,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.samples import Sample
-from app.store.layout import HOUR, MINUTE, check_phase, no_jit
+from app.store.layout import HOUR, MINUTE, WEEK, check_phase, no_jit
 from app.store.resolution import ceil_to, check_range, floor_to, oldest
 from app.store.samples import samples_around
-
-WEEK = timedelta(days=7)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +177,7 @@ def spikes(
     grain = MINUTE if end - start <= timedelta(days=2) else HOUR
     a, b = floor_to(start, grain.width), ceil_to(end, grain.width)
     ids = list(series_ids)
-    base_from = floor_to(a, HOUR.width) - weeks * WEEK
+    base_from = floor_to(a, HOUR.width) - weeks * WEEK.width
     params: dict[str, Any] = {"ids": ids, "a": base_from, "b": b, "mc": min_count}
     # p95 per (series, hour since the epoch): "the same hour w weeks ago" is h - 168 w.
     # Hourly buckets: the range and the weeks before it. Minute buckets (at most two
@@ -187,8 +185,8 @@ def spikes(
     if grain is MINUTE:
         h_a, h_b = floor_to(a, HOUR.width), ceil_to(b, HOUR.width)
         params.update(
-            los=[h_a - w * WEEK for w in range(1, weeks + 1)],
-            his=[h_b - w * WEEK for w in range(1, weeks + 1)],
+            los=[h_a - w * WEEK.width for w in range(1, weeks + 1)],
+            his=[h_b - w * WEEK.width for w in range(1, weeks + 1)],
         )
     baseline_sql = _p95_sql(phase, "rollup_1h", epoch=False, windows=grain is MINUTE)
     b_sid, b_hour, b_p95, b_n = _columns(conn, baseline_sql, params)

@@ -14,16 +14,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from sqlalchemy.engine import Connection
 
-from app.store.layout import check_phase, driver_connection, no_jit
+from app.store.layout import WEEK, check_phase, driver_connection, no_jit
 from app.store.merge import merged_sql
 from app.store.resolution import ceil_to, check_range, floor_to
 from app.store.timeseries import NS_PER_MS
 
-WEEK = timedelta(days=7)
 _PARAM = re.compile(r"(?<![:\w]):(a0|a|b|tids|probe)\b")
 
 
@@ -72,7 +71,7 @@ def weekly(
     check_phase(phase)
     check_range(start, end)
     no_jit(conn)
-    a, b = floor_to(start, WEEK), ceil_to(end, WEEK)
+    a, b = floor_to(start, WEEK.width), ceil_to(end, WEEK.width)
     mine = (
         "(cast(:tids as integer[]) is null or m.target_id = any(cast(:tids as integer[]))) "
         "and (cast(:probe as text) is null or s.probe = cast(:probe as text))"
@@ -132,7 +131,7 @@ def weekly(
         "where y.wk >= :a0 order by t.name, m.name, y.wk"
     )
     params = {
-        "a": a - WEEK,
+        "a": a - WEEK.width,
         "a0": a,
         "b": b,
         "tids": list(target_ids) if target_ids is not None else None,
