@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from app.pgcluster import PgCluster
+from tests.fixtures.oraclesim import OracleSimHandle
 
 CONNPING_LINE = re.compile(
     r"^connect:\d+\.\d{2} ms, ociping:\d+\.\d{3} ms, dualping:\d+\.\d{3} ms,"
@@ -221,8 +222,8 @@ def test_sweep_table(pg_cluster: PgCluster) -> None:
     assert "9/9" in res.stderr
 
 
-def test_connping_against_oracle_every_mode(oraclesim: object) -> None:
-    host, port = oraclesim.host, oraclesim.port  # type: ignore[attr-defined]
+def test_connping_against_oracle_every_mode(oraclesim: OracleSimHandle) -> None:
+    host, port = oraclesim.host, oraclesim.port
     for mode in ("dedicated", "shared", "pooled"):
         res = _run(
             "connping",
@@ -242,8 +243,8 @@ def test_connping_against_oracle_every_mode(oraclesim: object) -> None:
             assert phases.startswith("tcp_connect=") and phases.endswith("round_trips=5")
 
 
-def test_ociping_against_oracle(oraclesim: object) -> None:
-    host, port = oraclesim.host, oraclesim.port  # type: ignore[attr-defined]
+def test_ociping_against_oracle(oraclesim: OracleSimHandle) -> None:
+    host, port = oraclesim.host, oraclesim.port
     res = _run(
         "ociping",
         "-l",
@@ -261,16 +262,16 @@ def test_ociping_against_oracle(oraclesim: object) -> None:
     assert OCIPING_SUMMARY.match(lines[3])
 
 
-def test_connping_bad_password_exits_1(oraclesim: object) -> None:
-    host, port = oraclesim.host, oraclesim.port  # type: ignore[attr-defined]
+def test_connping_bad_password_exits_1(oraclesim: OracleSimHandle) -> None:
+    host, port = oraclesim.host, oraclesim.port
     res = _run("connping", "-l", f"scott/wrongpw@{host}:{port}/FREEPDB1", "--period=1")
     assert res.returncode == 1
     assert res.stderr.startswith("connping: ORA-01017 during logon:auth2:")
     assert "wrongpw" not in res.stderr
 
 
-def test_sweep_oracle_modes_table(oraclesim: object) -> None:
-    host, port = oraclesim.host, oraclesim.port  # type: ignore[attr-defined]
+def test_sweep_oracle_modes_table(oraclesim: OracleSimHandle) -> None:
+    host, port = oraclesim.host, oraclesim.port
     res = _run(
         "sweep",
         "-l",
