@@ -29,7 +29,7 @@ INSTANCE_MAX_SPAN = timedelta(days=2)
 def by_site(
     conn: Connection, modes: list[ModeInfo], start: datetime, end: datetime, phase: str, probe: str
 ) -> list[BreakdownMode]:
-    owner = {s.id: (m, s.site) for m in modes for s in m.series if s.probe == probe}
+    owner = {s.id: (m, s.site) for m in modes for s in m.series_for(probe)}
     res = summary(conn, list(owner), start, end, phase=phase)  # one point per series
     best = {p.series_id: (p.count, p.p50_ms, p.p95_ms) for p in res.points}
     return _assemble(modes, {(owner[sid][0].id, owner[sid][1]): v for sid, v in best.items()})
@@ -40,7 +40,7 @@ def by_instance(
 ) -> tuple[list[BreakdownMode], datetime]:
     check_phase(phase)
     start = max(start, end - INSTANCE_MAX_SPAN)
-    owner = {s.id: m for m in modes for s in m.series if s.probe == probe}
+    owner = {s.id: m for m in modes for s in m.series_for(probe)}
     rows = conn.execute(
         text(
             f"select series_id, coalesce(instance, '(unknown)') as inst, "

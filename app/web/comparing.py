@@ -222,7 +222,7 @@ def daily_view(
     """p50 per UTC day and mode over the window (at least its last 7 days)."""
     start = min(start, end - timedelta(days=7))
     modes = [m for m in target.modes if m.name in mode_names]
-    owner = {s.id: m for m in modes for s in m.series if s.probe == probe}
+    owner = {s.id: m for m in modes for s in m.series_for(probe)}
     days = max(1, math.ceil((end - start) / timedelta(days=1)))
     res = timeseries(conn, list(owner), start, end, phase=phase, max_points=days)
     per: dict[int, dict[datetime, tuple[int, float | None]]] = defaultdict(dict)

@@ -83,7 +83,7 @@ def heatmap_view(
     tz: str,
 ) -> HeatmapOut:
     _check_tz(tz)
-    ids = [s.id for s in mode.series if s.probe == probe]
+    ids = [s.id for s in mode.series_for(probe)]
     p50: list[list[float | None]] = [[None] * 24 for _ in WEEKDAYS]
     p95: list[list[float | None]] = [[None] * 24 for _ in WEEKDAYS]
     n = [[0] * 24 for _ in WEEKDAYS]

@@ -37,7 +37,7 @@ class ModeInfo:
     params: dict[str, Any]
     series: list[SeriesInfo] = field(default_factory=list)
 
-    def series_for(self, probe: str) -> list[SeriesInfo]:
+    def series_for(self, probe: str | None) -> list[SeriesInfo]:
         return [s for s in self.series if s.probe == probe]
 
 

@@ -27,12 +27,12 @@ from app.web.timerange import TimeRange
 
 def probe_ids(modes: Iterable[ModeInfo], probe: str = "connping") -> dict[int, int]:
     """series id -> mode id, for the given probe kind (every site)."""
-    return {s.id: m.id for m in modes for s in m.series if s.probe == probe}
+    return {s.id: m.id for m in modes for s in m.series_for(probe)}
 
 
 def overview_ids(modes: Iterable[ModeInfo]) -> dict[int, int]:
     """series id -> mode id, for each mode's overview probe (connping where it has one)."""
-    return {s.id: m.id for m in modes for s in m.series if s.probe == overview_probe(m)}
+    return {s.id: m.id for m in modes for s in m.series_for(overview_probe(m))}
 
 
 SPARK_SPAN = timedelta(hours=1)  # the sparkline: one point per minute over the last hour

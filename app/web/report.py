@@ -368,7 +368,7 @@ def build_report(
             if probe is None:
                 continue
             modes[m.id] = (t, m, probe)
-            owner.update({s.id: m.id for s in m.series if s.probe == probe})
+            owner.update({s.id: m.id for s in m.series_for(probe)})
     # Whole weeks of single-series modes come from the weekly rollups; a mode whose probe
     # runs at several sites keeps its worst site's latencies (per-series summaries), and
     # the current week so far is read up to now (raw samples when under 2 days).

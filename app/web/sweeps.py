@@ -48,7 +48,7 @@ def latest_sweeps(
     conn: Connection, target: TargetInfo, start: datetime, end: datetime, mode_names: list[str]
 ) -> SweepOut:
     modes = [m for m in target.modes if m.name in mode_names]
-    owner = {s.id: m for m in modes for s in m.series if s.probe == "sweep"}
+    owner = {s.id: m for m in modes for s in m.series_for("sweep")}
     found: dict[int, Any] = {}
     if owner:
         rows = conn.execute(
