@@ -101,12 +101,11 @@ async def run_once(
     probe: Probe,
     *,
     scheduled_at: datetime | None = None,
-    deadline_s: float | None = None,
     ctx: ProbeContext | None = None,
 ) -> Sample:
     """Run ``probe`` once under its deadline and return exactly one Sample."""
     spec = probe.spec
-    deadline = spec.deadline_s if deadline_s is None else deadline_s
+    deadline = spec.deadline_s
     ctx = ProbeContext() if ctx is None else ctx
     started_at = datetime.now(UTC)
     status = SampleStatus.OK
