@@ -178,10 +178,6 @@ class Writer:
         with self.engine.begin() as conn:
             return write_samples(conn, batch)
 
-    def _write(self, batch: list[Sample]) -> None:
-        """Write synchronously in this thread (replay)."""
-        self._count(batch, self._store(batch))
-
     def _count(self, batch: list[Sample], new: int) -> None:
         with self._lock:
             self.written += new
@@ -189,6 +185,7 @@ class Writer:
             self.batches += 1
 
     def _store_counted(self, batch: list[Sample]) -> int:
+        """Store and count one batch (in a write thread, or in this thread on replay)."""
         new = self._store(batch)
         self._count(batch, new)
         return new
@@ -298,7 +295,7 @@ class Writer:
 
     def _replay_write(self, batch: list[Sample]) -> None:
         try:
-            self._write(batch)
+            self._store_counted(batch)
         except Exception as exc:
             if store_unreachable(exc):
                 raise
