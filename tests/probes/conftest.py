@@ -13,6 +13,7 @@ from app.probes.registry import create_probe
 from app.probes.runner import run_once
 from app.probes.spec import OracleEndpoint, PgRoute, PostgresEndpoint, ProbeSpec
 from app.samples import Sample
+from tests.fixtures.oraclesim import OracleSimHandle
 from tests.fixtures.pgbouncer import PgBouncers
 
 PgEndpoints = dict[str, PostgresEndpoint]
@@ -54,18 +55,12 @@ def all_pg_endpoints(
 
 def run_probe(spec: ProbeSpec, runs: int = 1) -> list[Sample]:
     """Create the probe, run it ``runs`` times in one event loop, close it."""
-
-    async def go() -> list[Sample]:
-        probe = create_probe(spec)
-        try:
-            return [await run_once(probe) for _ in range(runs)]
-        finally:
-            await probe.close()
-
-    return asyncio.run(go())
+    return run_with(lambda: create_probe(spec), runs)
 
 
 def run_with(probe_factory: Callable[[], Probe], runs: int = 1) -> list[Sample]:
+    """As :func:`run_probe`, for a probe built by ``probe_factory``."""
+
     async def go() -> list[Sample]:
         probe = probe_factory()
         try:
@@ -80,10 +75,10 @@ MODES = ("dedicated", "shared", "pooled")
 
 
 def oracle_endpoint(
-    sim: object, mode: str = "dedicated", service: str = "FREEPDB1", **kw: object
+    sim: OracleSimHandle, mode: str = "dedicated", service: str = "FREEPDB1", **kw: object
 ) -> OracleEndpoint:
     """scott/tiger on the test simulator in one mode (DRCP gets a connection class)."""
-    dsn = sim.dsn(service, mode)  # type: ignore[attr-defined]
+    dsn = sim.dsn(service, mode)
     if mode == "pooled":
         kw.setdefault("cclass", "CONNWATCH")
     return OracleEndpoint(dsn, "scott", "tiger", **kw)  # type: ignore[arg-type]
