@@ -28,15 +28,7 @@ def test_sessionping_keeps_one_session(all_pg_endpoints: PgEndpoints) -> None:
 
 def test_sessionping_through_transaction_pooling(all_pg_endpoints: PgEndpoints) -> None:
     ep = all_pg_endpoints["bouncer_transaction"]
-
-    async def go() -> list:  # type: ignore[type-arg]
-        probe = create_probe(ProbeSpec("sessionping", ep))
-        try:
-            return [await run_once(probe) for _ in range(2)]
-        finally:
-            await probe.close()
-
-    samples = asyncio.run(go())
+    samples = run_probe(ProbeSpec("sessionping", ep), runs=2)
     assert all(s.ok for s in samples)
     assert samples[0].server_type == "PGBOUNCER_TRANSACTION"
 
