@@ -62,8 +62,8 @@ from app.agent.stats import percentile  # noqa: E402
 from app.agent.writer import Writer  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.credentials import Vault  # noqa: E402
-from app.oraclesim.runner import SimulatorProcess  # noqa: E402
-from app.pgcluster import PgCluster  # noqa: E402
+from app.demo.pgcluster import PgCluster  # noqa: E402
+from app.oraclesim.tooling.runner import SimulatorProcess  # noqa: E402
 from app.samples import Sample, SampleStatus  # noqa: E402
 from app.store.layout import COLUMNS, SAMPLE_TYPES  # noqa: E402
 
@@ -280,16 +280,16 @@ def through_writer(
 
 
 def ingest_at(rev: str) -> Callable[..., int]:
-    """``write_samples`` as app/store/ingest.py had it at git revision ``rev``."""
+    """``write_samples`` as app/store/write/ingest.py had it at git revision ``rev``."""
     src = subprocess.run(
-        ["git", "show", f"{rev}:app/store/ingest.py"],
+        ["git", "show", f"{rev}:app/store/write/ingest.py"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
     ).stdout
     mod = types.ModuleType(f"ingest_at_{rev}")
-    exec(compile(src, f"{rev}:app/store/ingest.py", "exec"), mod.__dict__)
+    exec(compile(src, f"{rev}:app/store/write/ingest.py", "exec"), mod.__dict__)
     fn: Callable[..., int] = mod.write_samples
     return fn
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import oracledb
 
-from app.oraclesim.runner import SimulatorProcess
+from app.oraclesim.tooling.runner import SimulatorProcess
 
 
 def _threads(n: int, window: tuple[float, float], body: Callable[[float], int]) -> int:

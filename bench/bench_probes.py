@@ -5,7 +5,7 @@
    sessionping probe's ping against a bare ``conn.ping()`` loop. Rounds alternate
    bare / probe so machine noise hits both alike. Goals: median logon ratio <= 1.02,
    ping overhead <= 20 us.
-2. Accuracy: a delay proxy (``app.oraclesim.delayproxy``, a child process) between the
+2. Accuracy: a delay proxy (``app.oraclesim.tooling.delayproxy``, a child process) between the
    probe and the simulator adds a fixed one-way delay to every chunk. Calibrated at
    zero delay in the same run. Goals: median ping - calibration within 0.3 ms of the
    injected round trip at 1, 5 and 20 ms; logon growing by round trips x RTT.
@@ -25,8 +25,8 @@ import time
 
 import oracledb
 
-from app.oraclesim.delayproxy import DelayProxyProcess
-from app.oraclesim.runner import SimulatorProcess
+from app.oraclesim.tooling.delayproxy import DelayProxyProcess
+from app.oraclesim.tooling.runner import SimulatorProcess
 from app.probes.registry import create_probe
 from app.probes.runner import run_once
 from app.probes.spec import OracleEndpoint, ProbeSpec

@@ -7,7 +7,7 @@ Usage (a throw-away PostgreSQL from Debian's binaries unless --url is given):
 
 With --url and --reuse an existing synthetic dataset is measured again without
 regenerating it. After generating, every day that ended --compact-after-days ago is
-compacted (packed form, app/store/packed.py) unless --no-compact; bytes per sample are
+compacted (packed form, app/store/write/packed.py) unless --no-compact; bytes per sample are
 reported for both forms, and the raw reads inside those days before and after.
 Every figure is printed; nothing is asserted.
 """
@@ -33,20 +33,20 @@ from sqlalchemy.engine import Connection, Engine
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app import migrate
-from app.pgcluster import PgCluster
+from app.demo.pgcluster import PgCluster
 from app.samples import Sample, SampleStatus
-from app.store.availability import availability
-from app.store.compare import compare
-from app.store.heatmap import heatmap
-from app.store.hist import exact_quantiles
-from app.store.incidents import outages, spikes
-from app.store.ingest import write_samples
-from app.store.merge import merged_sql
-from app.store.packed import compact_pending
-from app.store.samples import export_csv, read_samples, samples_around
-from app.store.synthetic import generate
-from app.store.timeseries import timeseries
-from app.store.weekly import weekly
+from app.store.histogram.buckets import exact_quantiles
+from app.store.histogram.sql_merge import merged_sql
+from app.store.read.availability import availability
+from app.store.read.compare import compare
+from app.store.read.heatmap import heatmap
+from app.store.read.incidents import outages, spikes
+from app.store.read.samples import export_csv, read_samples, samples_around
+from app.store.read.timeseries import timeseries
+from app.store.read.weekly import weekly
+from app.store.write.ingest import write_samples
+from app.store.write.packed import compact_pending
+from app.store.write.synthetic import generate
 
 RANGES = {
     "1h": timedelta(hours=1),

@@ -1,6 +1,6 @@
 """Web benchmark: server time per page and per API call, and first contentful paint.
 
-On the store benchmark's synthetic dataset (``app.store.synthetic.generate``), served
+On the store benchmark's synthetic dataset (``app.store.write.synthetic.generate``), served
 by the real app (uvicorn on loopback, one worker thread pool as in production):
 
 - server time: the app's own ``Server-Timing: app;dur=`` header (handler plus
@@ -44,8 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app import migrate
 from app.credentials import Vault
-from app.pgcluster import PgCluster, free_port
-from app.store.synthetic import generate
+from app.demo.pgcluster import PgCluster, free_port
+from app.store.write.synthetic import generate
 from app.web.app import create_app
 from app.web.timerange import iso
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, func, select
 
+from app.demo.pgcluster import PgCluster
 from app.models import targets
-from app.pgcluster import PgCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 ALL_COMMANDS = [
@@ -28,7 +28,7 @@ def run_cli(
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("CONNWATCH_")}
     full_env.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
+        [sys.executable, "-m", "app.cli.main", *args],
         capture_output=True,
         text=True,
         env=full_env,

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 import yaml
 
-from app.cli import cli
+from app.cli.main import cli
 from app.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,7 +18,7 @@ from app.db import (
     redact,
     stop_embedded,
 )
-from app.pgcluster import PgCluster
+from app.demo.pgcluster import PgCluster
 
 
 @pytest.mark.slow

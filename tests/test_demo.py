@@ -27,7 +27,8 @@ from sqlalchemy.engine import Engine
 
 from app.agent.phase import phase_offset_ms
 from app.config import Settings
-from app.demo import (
+from app.demo.pgcluster import free_port
+from app.demo.run import (
     DemoOracle,
     DemoPostgres,
     demo_document,
@@ -35,8 +36,8 @@ from app.demo import (
     load_demo_targets,
     load_history,
 )
-from app.pgcluster import free_port
-from app.targets import dump_yaml, parse_targets
+from app.targets.schema import parse_targets
+from app.targets.sync import dump_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,7 +66,7 @@ def test_demo_fills_every_mode_within_60_seconds_and_stops_cleanly() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONNWATCH_")}
     env.update({"CONNWATCH_DATA_DIR": str(data), "CONNWATCH_PORT": str(port)})
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "demo"],
+        [sys.executable, "-m", "app.cli.main", "demo"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

@@ -11,8 +11,9 @@ from sqlalchemy import create_engine, text
 
 from app import migrate
 from app.credentials import Vault
-from app.pgcluster import PgCluster
-from app.targets import import_targets, parse_targets
+from app.demo.pgcluster import PgCluster
+from app.targets.schema import parse_targets
+from app.targets.sync import import_targets
 from tests.fixtures.oraclesim import OracleSimHandle
 from tests.test_cli import run_cli
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from app.probe_params import (
+from app.targets.durations import parse_duration_ms
+from app.targets.params import (
     PROBE_PARAMS,
     SWEEP_MAX_TOTAL_LOGONS,
     ParamError,
     connection_param_errors,
     probe_params,
 )
-from app.targets import parse_duration_ms
 
 
 def test_defaults_are_filled_in_and_copied() -> None:

@@ -11,14 +11,8 @@ from sqlalchemy.engine import Engine
 
 from app.credentials import Vault
 from app.models import modes, series, targets
-from app.targets import (
-    TargetsFileError,
-    dump_yaml,
-    export_targets,
-    import_targets,
-    load_targets_file,
-    parse_targets,
-)
+from app.targets.schema import TargetsFileError, load_targets_file, parse_targets
+from app.targets.sync import dump_yaml, export_targets, import_targets
 
 ROOT = Path(__file__).resolve().parent.parent
 

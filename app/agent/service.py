@@ -11,7 +11,7 @@ An agent probes the enabled series of its site (``Settings.site``) that it holds
 the lock for (:mod:`app.agent.coord`), writes samples through
 :class:`~app.agent.writer.Writer` (spool in ``<data_dir>/spool`` while the store is
 away), answers "test now" requests (:mod:`app.agent.requests`) and, if it holds the
-maintenance lock, runs :func:`app.store.maintenance.maintain` every
+maintenance lock, runs :func:`app.store.write.maintenance.maintain` every
 ``maintain_every_s``. See docs/agent.md.
 """
 
@@ -44,7 +44,7 @@ from app.agent.writer import Writer
 from app.config import Settings
 from app.credentials import Vault
 from app.probes.spec import ProbeSpec
-from app.store.maintenance import maintain
+from app.store.write.maintenance import maintain
 
 log = logging.getLogger(__name__)
 

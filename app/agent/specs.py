@@ -31,7 +31,6 @@ from sqlalchemy.engine import Connection
 
 from app.config import Settings
 from app.credentials import SecretError, Vault, resolve_reference
-from app.probe_params import ORACLE_KEYS, POSTGRES_KEYS
 from app.probes.spec import (
     OracleEndpoint,
     OracleServerType,
@@ -40,7 +39,8 @@ from app.probes.spec import (
     ProbeSpec,
     Purity,
 )
-from app.targets import parse_duration_ms
+from app.targets.durations import parse_duration_ms
+from app.targets.params import ORACLE_KEYS, POSTGRES_KEYS
 
 
 class SpecError(ValueError):

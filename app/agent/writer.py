@@ -3,7 +3,7 @@
 One thread. Samples arrive through :meth:`Writer.submit` (any thread, never blocks,
 wakes the writer thread only when a batch opens or fills).
 A batch is written when it holds ``batch_max`` samples or its first sample has
-waited ``flush_s``; :func:`app.store.ingest.write_samples` stores it (COPY, then
+waited ``flush_s``; :func:`app.store.write.ingest.write_samples` stores it (COPY, then
 ``ON CONFLICT DO NOTHING``: idempotent) in one transaction.
 
 When the store cannot be reached, the batch goes to the :class:`~app.agent.spool.Spool`
@@ -36,7 +36,7 @@ from sqlalchemy.engine import Engine
 from app.agent.options import AgentOptions
 from app.agent.spool import Spool, SpoolFull, encode_frame
 from app.samples import Sample
-from app.store.ingest import write_samples
+from app.store.write.ingest import write_samples
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ It validates probe logic, timing, error handling and the dashboard; it is not a
 performance model of Oracle.
 """
 
-from .config import ConfigError, SimConfig
-from .faults import Fault, FaultError
-from .server import Simulator
+from app.oraclesim.config import ConfigError, SimConfig
+from app.oraclesim.faults import Fault, FaultError
+from app.oraclesim.server import Simulator
 
 __all__ = ["ConfigError", "Fault", "FaultError", "SimConfig", "Simulator"]

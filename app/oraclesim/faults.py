@@ -20,7 +20,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .config import MODES, PHASES
+from app.oraclesim.config import MODES, PHASES
 
 KINDS = ("refuse", "drop", "hang", "slow", "kill", "resend")
 

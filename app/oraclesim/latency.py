@@ -10,7 +10,7 @@ import math
 import random
 import time
 
-from .config import LatencyProfile
+from app.oraclesim.config import LatencyProfile
 
 LOAD_PHASES = frozenset({"accept", "negotiate", "logon", "logoff"})
 

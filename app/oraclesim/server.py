@@ -10,12 +10,14 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .auth import Verifier
-from .config import MODES, SimConfig
-from .faults import FaultSet
-from .groundtruth import ConnectionRecord, GroundTruth
-from .latency import LatencyModel
-from .packets import (
+from app.oraclesim.config import MODES, SimConfig
+from app.oraclesim.database.auth import Verifier
+from app.oraclesim.database.views import ServerState
+from app.oraclesim.faults import FaultSet
+from app.oraclesim.groundtruth import ConnectionRecord, GroundTruth
+from app.oraclesim.latency import LatencyModel
+from app.oraclesim.session import Closed, FastPathProtocol, Session
+from app.oraclesim.wire.packets import (
     CONNECT,
     MAX_CONNECT_DATA,
     ConnectRequest,
@@ -27,8 +29,6 @@ from .packets import (
     refuse,
     resend,
 )
-from .session import Closed, FastPathProtocol, Session
-from .views import ServerState
 
 
 class Simulator:

@@ -11,15 +11,16 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import messages as msg
-from . import negotiation as neg
-from .auth import Challenge, Verifier
-from .calls import Calls
-from .codec import NeedMoreData, Reader, Writer
-from .config import ServiceConfig
-from .faults import Fault
-from .groundtruth import ConnectionRecord, PhaseRecord
-from .packets import (
+from app.oraclesim.config import ServiceConfig
+from app.oraclesim.database.auth import Challenge, Verifier
+from app.oraclesim.database.calls import Calls
+from app.oraclesim.database.views import SessionInfo, SharedServer
+from app.oraclesim.faults import Fault
+from app.oraclesim.groundtruth import ConnectionRecord, PhaseRecord
+from app.oraclesim.wire import messages as msg
+from app.oraclesim.wire import negotiation as neg
+from app.oraclesim.wire.codec import NeedMoreData, Reader, Writer
+from app.oraclesim.wire.packets import (
     DATA,
     EOF_FLAG,
     MARKER,
@@ -32,7 +33,7 @@ from .packets import (
     marker,
     read_packet,
 )
-from .requests import (
+from app.oraclesim.wire.requests import (
     FN_AUTH1,
     FN_AUTH2,
     FN_LOGOFF,
@@ -42,7 +43,6 @@ from .requests import (
     parse_auth,
     parse_call,
 )
-from .views import SessionInfo, SharedServer
 
 if TYPE_CHECKING:
     from .server import Simulator

@@ -1,0 +1,1 @@
+"""Probes: one module per kind on one interface, the explicit registry, runner and error classes."""

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from app.drivers.base import RoundTripLog
-from app.probe_params import ParamError, probe_params
 from app.probes.spec import ProbeSpec
+from app.targets.params import ParamError, probe_params
 
 Cleanup = Callable[[], Awaitable[None]]
 
@@ -142,7 +142,7 @@ class Probe(ABC):
 
 
 def checked_params(probe: str, params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` of a ``probe`` checked against :mod:`app.probe_params` (defaults filled
+    """``params`` of a ``probe`` checked against :mod:`app.targets.params` (defaults filled
     in); :class:`ProbeConfigError` naming the parameter if one is wrong."""
     try:
         return probe_params(probe, params)

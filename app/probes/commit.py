@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import time
 
-from app.probe_params import COMMIT_TABLE
 from app.probes.base import ProbeContext, checked_params
 from app.probes.logon import KeptLogon
 from app.probes.spec import ProbeSpec
+from app.targets.params import COMMIT_TABLE
 
 DEFAULT_TABLE = COMMIT_TABLE
 

@@ -31,10 +31,10 @@ from typing import Any
 
 from app.drivers.base import RoundTripLog, logon_phases
 from app.drivers.connect import open_session
-from app.probe_params import SWEEP_MAX_LEVEL, SWEEP_MAX_TOTAL_LOGONS
 from app.probes.base import Probe, ProbeConfigError, ProbeContext, checked_params
 from app.probes.errors import ClassifiedError, ClassifiedException, classify
 from app.probes.spec import OracleEndpoint, ProbeSpec
+from app.targets.params import SWEEP_MAX_LEVEL, SWEEP_MAX_TOTAL_LOGONS
 
 MAX_LEVEL = SWEEP_MAX_LEVEL
 MAX_TOTAL_LOGONS = SWEEP_MAX_TOTAL_LOGONS

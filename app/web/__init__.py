@@ -1,0 +1,1 @@
+"""The web: FastAPI app, pages, JSON API and /metrics; it reads the store, never imports probes."""

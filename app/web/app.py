@@ -18,9 +18,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import __version__, migrate
 from app.credentials import Vault
-from app.web import api, apidocs, heatmap, metrics, pages, pages_admin, report, vendor
 from app.web.deps import STATIC_DIR, TEMPLATES_DIR, EngineDep, get_engine
 from app.web.render import make_templates
+from app.web.routes import admin as pages_admin
+from app.web.routes import api, apidocs, heatmap, metrics, pages, report, vendor
 from app.web.timerange import RangeError
 
 __all__ = ["create_app", "get_engine"]
@@ -66,7 +67,7 @@ def create_app(engine: Engine, *, vault: Vault | None = None) -> FastAPI:
         summary="Continuous connect/logon latency monitoring for Oracle and PostgreSQL",
         lifespan=lifespan,
         # Swagger UI and ReDoc load their assets from a CDN: connwatch runs offline, so
-        # /docs is its own page rendered from the same OpenAPI schema (app/web/apidocs.py).
+        # /docs is its own page rendered from the same OpenAPI schema (app/web/routes/apidocs.py).
         docs_url=None,
         redoc_url=None,
     )

@@ -14,8 +14,8 @@ from typing import Annotated, Literal
 from fastapi import Depends, HTTPException, Path, Query
 
 from app.web.deps import ConnDep
-from app.web.lookups import TargetInfo, load_target
 from app.web.timerange import TimeRange, parse_range
+from app.web.views.lookups import TargetInfo, load_target
 
 Phase = Literal["total", "logon", "ping", "query", "logoff", "commit", "acquire"]
 Probe = Literal["connping", "sessionping", "poolacquire", "commit", "sweep"]

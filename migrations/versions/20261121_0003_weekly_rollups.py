@@ -25,7 +25,7 @@ def upgrade() -> None:
         "create table rollup_1w (like rollup_1d including defaults, "
         "constraint pk_rollup_1w primary key (series_id, bucket))"
     )
-    from app.store.rollups import weeks_backfill_sql  # the one merge the store itself uses
+    from app.store.write.rollups import weeks_backfill_sql  # the one merge the store itself uses
 
     op.execute(weeks_backfill_sql())
 

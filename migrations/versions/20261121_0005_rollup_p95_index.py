@@ -4,7 +4,7 @@ Revision ID: 0005
 Revises: 0004
 Create Date: 2026-11-21
 
-Spike detection (app/store/incidents.py) reads, for every series on the page, the
+Spike detection (app/store/read/incidents.py) reads, for every series on the page, the
 hourly p95s of the previous weeks and the minute p95s of the range: tens of
 thousands of rollup rows of ~500-900 bytes each, of which it needs four columns.
 These indexes carry (series_id, bucket) plus the p95 and count of the two phases the

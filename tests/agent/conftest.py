@@ -18,7 +18,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from app.config import Settings
-from app.pgcluster import PgCluster
+from app.demo.pgcluster import PgCluster
 from tests.fixtures.pg import temporary_cluster
 
 

@@ -6,7 +6,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from app.agent.coord import Coordinator
-from app.pgcluster import PgCluster
+from app.demo.pgcluster import PgCluster
 from tests.agent.conftest import pg_target_series
 
 

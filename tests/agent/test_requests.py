@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from app.pgcluster import PgCluster
+from app.demo.pgcluster import PgCluster
 from tests.agent.conftest import add_mode, add_target, make_settings, run_agent
 
 

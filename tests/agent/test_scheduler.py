@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 from app.agent.options import AgentOptions
 from app.agent.phase import from_ms, instant_at_or_before, phase_offset_ms
 from app.agent.scheduler import SLOT_MS, slot_of
-from app.pgcluster import PgCluster
+from app.demo.pgcluster import PgCluster
 from tests.agent.conftest import (
     add_mode,
     add_series,

@@ -1,4 +1,4 @@
-"""The agent as real processes (``python -m app.cli agent``) against real PostgreSQL servers.
+"""The agent as real processes (``python -m app.cli.main agent``) against real PostgreSQL servers.
 
 - the store goes away for ``CONNWATCH_TEST_OUTAGE_S`` seconds (default 30) while the
   agent probes: afterwards every expected sample is there exactly once;
@@ -29,7 +29,7 @@ from sqlalchemy.engine import Engine
 
 from app import migrate
 from app.agent.spool import Spool, read_frames
-from app.pgcluster import PgCluster
+from app.demo.pgcluster import PgCluster
 from tests.agent.conftest import gaps, make_settings, pg_target_series, run_agent, samples_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,7 +56,7 @@ class AgentProcs:
         }
         log = (data_dir / "agent.log").open("ab")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "agent"],
+            [sys.executable, "-m", "app.cli.main", "agent"],
             cwd=ROOT,
             env=env,
             stdout=log,

@@ -13,7 +13,7 @@ from app import migrate
 from app.agent.options import AgentOptions
 from app.agent.spool import Spool
 from app.agent.writer import Writer
-from app.pgcluster import PgCluster
+from app.demo.pgcluster import PgCluster
 from app.samples import Sample, SampleStatus
 
 T0 = datetime.now(UTC).replace(microsecond=0)

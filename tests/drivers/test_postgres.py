@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import asyncio
 
+from app.demo.pgcluster import PgCluster
 from app.drivers.postgres import connect, conninfo
-from app.pgcluster import PgCluster
 from app.probes.spec import PostgresEndpoint
 
 

@@ -9,8 +9,8 @@ import oracledb
 import pytest
 
 from app.oraclesim import SimConfig
-from app.oraclesim.auth import Challenge, Verifier
 from app.oraclesim.config import UserConfig
+from app.oraclesim.database.auth import Challenge, Verifier
 
 from ._driver import code, connect, connect_async
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from app.oraclesim.calls import Calls
-from app.oraclesim.codec import Reader, Writer
-from app.oraclesim.requests import FN_COMMIT, FN_EXECUTE, FN_FETCH, Request
-from app.oraclesim.views import ServerState
+from app.oraclesim.database.calls import Calls
+from app.oraclesim.database.views import ServerState
+from app.oraclesim.wire.codec import Reader, Writer
+from app.oraclesim.wire.requests import FN_COMMIT, FN_EXECUTE, FN_FETCH, Request
 
 
 def _calls() -> Calls:

@@ -12,7 +12,7 @@ import oracledb
 import pytest
 from typer.testing import CliRunner
 
-from app.cli import cli
+from app.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,7 +35,7 @@ def test_bad_port_is_exit_2():
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_serves_the_defaults_until_a_signal(sig):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.oraclesim.cli", "--port", "0", "--no-latency"],
+        [sys.executable, "-m", "app.oraclesim.tooling.cli", "--port", "0", "--no-latency"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

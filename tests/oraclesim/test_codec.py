@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.oraclesim.codec import NeedMoreData, Reader, Writer, encode_number
+from app.oraclesim.wire.codec import NeedMoreData, Reader, Writer, encode_number
 
 
 @pytest.mark.parametrize("value", [0, 1, 255, 256, 65535, 65536, 2**32 - 1, 2**32, -5])

@@ -12,7 +12,7 @@ from typing import Any
 import oracledb
 import pytest
 
-from app.oraclesim.control import ControlServer
+from app.oraclesim.tooling.control import ControlServer
 
 from ._driver import cause_code, code, connect, eventually
 

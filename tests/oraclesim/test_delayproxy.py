@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from app.oraclesim.delayproxy import DelayProxy, DelayProxyThread
+from app.oraclesim.tooling.delayproxy import DelayProxy, DelayProxyThread
 
 
 async def _echo_server() -> asyncio.Server:
@@ -104,7 +104,7 @@ def test_negative_delay_is_refused_and_dead_upstream_closes_client() -> None:
 
 
 def test_proxy_as_a_child_process() -> None:
-    from app.oraclesim.delayproxy import DelayProxyProcess
+    from app.oraclesim.tooling.delayproxy import DelayProxyProcess
 
     async def go() -> bytes:
         server = await _echo_server()
@@ -126,7 +126,7 @@ def test_cli_rejects_bad_upstream() -> None:
     import sys
 
     res = subprocess.run(
-        [sys.executable, "-m", "app.oraclesim.delayproxy", "--upstream", "nohostport"],
+        [sys.executable, "-m", "app.oraclesim.tooling.delayproxy", "--upstream", "nohostport"],
         capture_output=True,
         text=True,
         timeout=30,

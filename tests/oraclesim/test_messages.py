@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from app.oraclesim import messages as msg
-from app.oraclesim.codec import Reader, Writer
-from app.oraclesim.queries import Column
+from app.oraclesim.database.queries import Column
+from app.oraclesim.wire import messages as msg
+from app.oraclesim.wire.codec import Reader, Writer
 
 
 def test_error_message_fields_in_driver_order():

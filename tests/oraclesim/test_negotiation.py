@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.oraclesim import negotiation as neg
-from app.oraclesim.codec import Reader, Writer
+from app.oraclesim.wire import negotiation as neg
+from app.oraclesim.wire.codec import Reader, Writer
 
 
 def test_protocol_reply_layout():

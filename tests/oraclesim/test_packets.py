@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.oraclesim.packets import (
+from app.oraclesim.wire.packets import (
     ACCEPT,
     DATA,
     FLAG_FAST_AUTH,

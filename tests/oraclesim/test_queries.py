@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.oraclesim.queries import DmlResult, QueryResult, SqlError, run, split_top
-from app.oraclesim.views import ServerState, SessionInfo
+from app.oraclesim.database.queries import DmlResult, QueryResult, SqlError, run, split_top
+from app.oraclesim.database.views import ServerState, SessionInfo
 
 
 def _env(name: str) -> str | None:

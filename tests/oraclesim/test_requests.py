@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.oraclesim.codec import NeedMoreData, Reader, Writer
-from app.oraclesim.requests import FN_FETCH, FN_PING, FN_RELEASE, parse_auth, parse_call
+from app.oraclesim.wire.codec import NeedMoreData, Reader, Writer
+from app.oraclesim.wire.requests import FN_FETCH, FN_PING, FN_RELEASE, parse_auth, parse_call
 
 
 def _end_to_end(module: bytes | None, action: bytes | None) -> Writer:

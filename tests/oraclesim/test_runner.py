@@ -6,7 +6,7 @@ import oracledb
 import pytest
 
 from app.oraclesim import SimConfig
-from app.oraclesim.runner import SimulatorProcess, SimulatorThread
+from app.oraclesim.tooling.runner import SimulatorProcess, SimulatorThread
 
 from ._driver import code
 

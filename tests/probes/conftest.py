@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from app.pgcluster import PgCluster
+from app.demo.pgcluster import PgCluster
 from app.probes.base import Probe
 from app.probes.registry import create_probe
 from app.probes.runner import run_once

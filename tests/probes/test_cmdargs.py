@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.probes.cmdargs import UsageError, parse_logon
+from app.probes.adhoc.cmdargs import UsageError, parse_logon
 from app.probes.spec import OracleEndpoint, PgRoute, PostgresEndpoint, Purity
 
 

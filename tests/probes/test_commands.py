@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from app.pgcluster import PgCluster
+from app.demo.pgcluster import PgCluster
 from tests.fixtures.oraclesim import OracleSimHandle
 
 CONNPING_LINE = re.compile(
@@ -30,7 +30,7 @@ OCIPING_SUMMARY = re.compile(
 
 def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app.probes.commands", *args],
+        [sys.executable, "-m", "app.probes.adhoc.commands", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -130,7 +130,7 @@ def test_ctrl_c_prints_the_summary(pg_cluster: PgCluster) -> None:
         [
             sys.executable,
             "-m",
-            "app.probes.commands",
+            "app.probes.adhoc.commands",
             "connping",
             "-l",
             _dsn(pg_cluster),
@@ -191,7 +191,7 @@ def test_password_is_prompted_when_omitted() -> None:
         [
             sys.executable,
             "-m",
-            "app.probes.commands",
+            "app.probes.adhoc.commands",
             "connping",
             "-l",
             f"scott@127.0.0.1:{port}/FREEPDB1",
@@ -292,7 +292,7 @@ def test_sweep_oracle_modes_table(oraclesim: OracleSimHandle) -> None:
 def test_wired_into_the_connwatch_cli(pg_cluster: PgCluster) -> None:
     from typer.testing import CliRunner
 
-    from app.cli import cli
+    from app.cli.main import cli
 
     runner = CliRunner()
     res = runner.invoke(cli, ["connping", "-l", _dsn(pg_cluster), "--period=0.4", "--interval=0.2"])

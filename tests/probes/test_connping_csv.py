@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.probes.connping_csv import ConnpingCsvError, parse_connping_csv
+from app.probes.adhoc.connping_csv import ConnpingCsvError, parse_connping_csv
 from app.samples import SampleStatus
 
 START = datetime(2026, 1, 1, tzinfo=UTC)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from app.probes import rwlformat as fmt
+from app.probes.adhoc import rwlformat as fmt
 
 
 def test_connping_line_formats() -> None:

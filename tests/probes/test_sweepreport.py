@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from app.probes.sweepreport import sweep_table
+from app.probes.adhoc.sweepreport import sweep_table
 from app.samples import Sample, SampleStatus
 
 

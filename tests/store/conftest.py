@@ -89,8 +89,8 @@ T0 = datetime(2026, 11, 2, 0, 0, tzinfo=UTC)  # a Monday
 
 def store(engine: Engine, samples: list[Sample]) -> None:
     """Write samples and roll them up, as the agent and its maintenance loop would."""
-    from app.store.ingest import write_samples
-    from app.store.rollups import roll_up_pending
+    from app.store.write.ingest import write_samples
+    from app.store.write.rollups import roll_up_pending
 
     with engine.begin() as conn:
         write_samples(conn, samples)

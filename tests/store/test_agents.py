@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from app.store.agents import agent_status, label_value, number, prometheus_text
+from app.store.read.agents import agent_status, label_value, number, prometheus_text
 
 
 def test_status_and_prometheus_text(engine: Engine) -> None:

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from app.samples import ErrorClass, SampleStatus
-from app.store.availability import ErrorCount, availability, code_class, failure_codes
+from app.store.read.availability import ErrorCount, availability, code_class, failure_codes
 from tests.store.conftest import T0, failed, make_series, ok, store
 
 

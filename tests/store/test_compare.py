@@ -7,8 +7,8 @@ from datetime import timedelta
 import numpy as np
 from sqlalchemy.engine import Engine
 
-from app.store.compare import compare
-from app.store.hist import exact_quantiles
+from app.store.histogram.buckets import exact_quantiles
+from app.store.read.compare import compare
 from tests.store.conftest import T0, close, make_series, ok, store
 
 

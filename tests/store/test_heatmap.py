@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy.engine import Engine
 
-from app.store.heatmap import heatmap
+from app.store.read.heatmap import heatmap
 from tests.store.conftest import T0, close, failed, make_series, ok, store
 
 

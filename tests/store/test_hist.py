@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.store.hist import (
+from app.store.histogram.buckets import (
     MAX_RELATIVE_ERROR,
     bucket_index,
     bucket_value,

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy.engine import Engine
 
-from app.store.histograms import histograms
+from app.store.read.window_histograms import histograms
 from tests.store.conftest import T0, close, failed, make_series, ok, store
 
 

@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy.engine import Engine
 
 from app.samples import ErrorClass, Sample
-from app.store.incidents import outages, spikes
-from app.store.ingest import write_samples
-from app.store.partitions import apply_retention
-from app.store.rollups import roll_up_pending
+from app.store.read.incidents import outages, spikes
+from app.store.write.ingest import write_samples
+from app.store.write.partitions import apply_retention
+from app.store.write.rollups import roll_up_pending
 from tests.store.conftest import T0, close, failed, make_series, ok, store
 
 

@@ -12,9 +12,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from app.samples import ErrorClass, Sample, SampleStatus
-from app.store.ingest import SampleWriteError, minute_pairs, write_samples
 from app.store.layout import ORIGIN_SQL
-from app.store.rollups import roll_up_pending
+from app.store.write.ingest import SampleWriteError, minute_pairs, write_samples
+from app.store.write.rollups import roll_up_pending
 from tests.store.conftest import T0, failed, make_series, ok
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -8,9 +8,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from app.config import Settings
-from app.store.ingest import write_samples
-from app.store.maintenance import maintain
-from app.store.partitions import partitions_of
+from app.store.write.ingest import write_samples
+from app.store.write.maintenance import maintain
+from app.store.write.partitions import partitions_of
 from tests.store.conftest import make_series, ok
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -68,7 +68,7 @@ def test_raw_day_waiting_for_rollup_is_not_dropped(engine: Engine) -> None:
     with engine.begin() as conn:
         write_samples(conn, [ok(sid, old, 50)])
     # Retention alone (no rollup pass possible: budget spent elsewhere) keeps the day.
-    from app.store.partitions import apply_retention
+    from app.store.write.partitions import apply_retention
 
     with engine.begin() as conn:
         rep = apply_retention(conn, raw_days=35, minute_days=400, hour_days=1826, now=NOW)

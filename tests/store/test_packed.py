@@ -15,14 +15,14 @@ from sqlalchemy.engine import Engine
 from app import migrate
 from app.config import Settings
 from app.samples import ErrorClass, Sample, SampleStatus
-from app.store.incidents import outages
-from app.store.ingest import write_samples
-from app.store.maintenance import maintain
-from app.store.packed import compact_day, compactable_days, drop_packed_duplicates
-from app.store.partitions import apply_retention, partitions_of
-from app.store.rollups import roll_up_pending
-from app.store.samples import export_csv, read_samples, samples_around
-from app.store.timeseries import timeseries
+from app.store.read.incidents import outages
+from app.store.read.samples import export_csv, read_samples, samples_around
+from app.store.read.timeseries import timeseries
+from app.store.write.ingest import write_samples
+from app.store.write.maintenance import maintain
+from app.store.write.packed import compact_day, compactable_days, drop_packed_duplicates
+from app.store.write.partitions import apply_retention, partitions_of
+from app.store.write.rollups import roll_up_pending
 from tests.store.conftest import failed, make_series, ok
 
 DAY = (datetime.now(UTC) - timedelta(days=5)).date()

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy.engine import Engine
 
-from app.store.recent import activity, minute_points
+from app.store.read.recent import activity, minute_points
 from tests.store.conftest import T0, close, failed, make_series, ok, store
 
 

@@ -9,9 +9,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from app.samples import ErrorClass
-from app.store.hist import MAX_RELATIVE_ERROR, exact_quantiles
-from app.store.ingest import write_samples
-from app.store.rollups import mark_dirty, roll_up_pending
+from app.store.histogram.buckets import MAX_RELATIVE_ERROR, exact_quantiles
+from app.store.write.ingest import write_samples
+from app.store.write.rollups import mark_dirty, roll_up_pending
 from tests.store.conftest import T0, failed, make_series, ok
 
 

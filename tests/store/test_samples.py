@@ -11,8 +11,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from app.samples import ErrorClass, SampleStatus
-from app.store.ingest import write_samples
-from app.store.samples import export_csv, read_samples, samples_around
+from app.store.read.samples import export_csv, read_samples, samples_around
+from app.store.write.ingest import write_samples
 from tests.store.conftest import T0, failed, make_series, ok
 
 

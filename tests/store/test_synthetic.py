@@ -10,10 +10,10 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from app.samples import Sample, SampleStatus
-from app.store.hist import MAX_RELATIVE_ERROR
-from app.store.ingest import write_samples
-from app.store.synthetic import MODE_MEDIAN_MS, HistorySeries, backfill, generate
-from app.store.timeseries import timeseries
+from app.store.histogram.buckets import MAX_RELATIVE_ERROR
+from app.store.read.timeseries import timeseries
+from app.store.write.ingest import write_samples
+from app.store.write.synthetic import MODE_MEDIAN_MS, HistorySeries, backfill, generate
 from tests.store.conftest import make_target
 
 END = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)

@@ -7,8 +7,8 @@ from datetime import timedelta
 import numpy as np
 from sqlalchemy.engine import Engine
 
-from app.store.hist import exact_quantiles
-from app.store.timeseries import summary, timeseries
+from app.store.histogram.buckets import exact_quantiles
+from app.store.read.timeseries import summary, timeseries
 from tests.store.conftest import T0, close, failed, make_series, ok, store
 
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from app.store.weekly import weekly
+from app.store.read.weekly import weekly
 from tests.store.conftest import T0, close, failed, make_series, ok, store
 
 

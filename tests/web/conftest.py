@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
 from app.credentials import Vault
-from app.pgcluster import PgCluster
+from app.demo.pgcluster import PgCluster
 from app.web.app import create_app
 from tests.web.data import Seeded, seed, seeded_app
 from tests.web.weekly_data import Weeks, seed_weeks

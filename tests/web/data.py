@@ -34,13 +34,14 @@ from sqlalchemy.engine import Engine
 
 from app import migrate
 from app.credentials import Vault
-from app.pgcluster import PgCluster
+from app.demo.pgcluster import PgCluster
 from app.samples import ErrorClass, Sample, SampleStatus
-from app.store.ingest import write_samples
-from app.store.rollups import roll_up_pending
-from app.targets import import_targets, parse_targets
+from app.store.write.ingest import write_samples
+from app.store.write.rollups import roll_up_pending
+from app.targets.schema import parse_targets
+from app.targets.sync import import_targets
 from app.web.app import create_app
-from app.web.lookups import load_targets
+from app.web.views.lookups import load_targets
 
 SECRET_PW = "s3cr3t-Tiger!-do-not-show"
 LOGON_MS = {"dedicated": 60.0, "shared": 42.0, "pooled": 45.0}

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.targets import import_targets, parse_targets
+from app.targets.schema import parse_targets
+from app.targets.sync import import_targets
 from tests.fixtures.browser import LiveServer
 from tests.web.data import SECRET_PW, Seeded, seed
 

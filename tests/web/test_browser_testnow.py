@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from app.pgcluster import PgCluster
+from app.demo.pgcluster import PgCluster
 from tests.fixtures.browser import LiveServer, migrated_database, serve_app
 from tests.fixtures.oraclesim import OracleSimHandle
 
@@ -48,7 +48,11 @@ def agent(server: LiveServer, tmp_path_factory: pytest.TempPathFactory) -> Itera
     }
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "agent"], cwd=ROOT, env=env, stdout=log, stderr=log
+            [sys.executable, "-m", "app.cli.main", "agent"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=log,
         )
     try:
         deadline = time.monotonic() + 30

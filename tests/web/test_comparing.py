@@ -11,10 +11,11 @@ from sqlalchemy.engine import Engine
 
 from app.credentials import Vault
 from app.samples import Sample, SampleStatus
-from app.store.compare import ModeStats
-from app.store.ingest import write_samples
-from app.targets import import_targets, parse_targets
-from app.web.comparing import sentence, weighted_quantiles
+from app.store.read.compare import ModeStats
+from app.store.write.ingest import write_samples
+from app.targets.schema import parse_targets
+from app.targets.sync import import_targets
+from app.web.views.comparing import sentence, weighted_quantiles
 from tests.web.data import Seeded
 
 

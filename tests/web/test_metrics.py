@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 
-from app.store.compare import compare
-from app.web.lookups import load_target
-from app.web.metrics import labels
+from app.store.read.compare import compare
+from app.web.routes.metrics import labels
+from app.web.views.lookups import load_target
 from tests.web.data import Seeded
 
 

@@ -9,11 +9,12 @@ from sqlalchemy.engine import Engine
 
 from app.credentials import Vault
 from app.samples import Sample
-from app.store.ingest import write_samples
-from app.store.rollups import roll_up_pending
-from app.targets import import_targets, parse_targets
-from app.web.lookups import load_targets
-from app.web.overview import sparkline_svg
+from app.store.write.ingest import write_samples
+from app.store.write.rollups import roll_up_pending
+from app.targets.schema import parse_targets
+from app.targets.sync import import_targets
+from app.web.views.lookups import load_targets
+from app.web.views.overview import sparkline_svg
 from tests.web.data import _ok
 
 YAML = """

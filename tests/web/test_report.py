@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.web.lookups import load_targets
-from app.web.overview import overview_probe
-from app.web.report import WEEK, _week_stats, build_report, latency_change, parse_week
+from app.web.routes.report import WEEK, _week_stats, build_report, latency_change, parse_week
 from app.web.timerange import RangeError
+from app.web.views.lookups import load_targets
+from app.web.views.overview import overview_probe
 from tests.fixtures.browser import LiveServer
 from tests.web.weekly_data import B_AVAILABILITY, PER_WEEK, Weeks, seed_weeks
 

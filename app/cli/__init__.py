@@ -1,0 +1,1 @@
+"""The ``connwatch`` command line: one entry point, one module per command group."""

@@ -1,0 +1,344 @@
+"""The one command-line entry point: ``connwatch``.
+
+Every command turns expected failures (bad configuration, unreachable store, bad
+input files, a port in use) into one line on stderr and exit status 2, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import errno
+import signal
+import socket
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from sqlalchemy.engine import Engine
+
+from app import __version__
+from app.config import Settings
+from app.credentials import SecretError
+from app.db import StoreError
+from app.targets.schema import TargetsFileError
+
+cli = typer.Typer(
+    name="connwatch",
+    help="Continuous logon / round-trip latency monitoring for Oracle "
+    "(dedicated, shared, DRCP) and PostgreSQL.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+targets_cli = typer.Typer(help="Targets as code: import, export and list.", no_args_is_help=True)
+cli.add_typer(targets_cli, name="targets")
+
+
+class CliError(Exception):
+    """An expected failure: printed as one line, exit status 2."""
+
+
+def _error(message: str) -> None:
+    typer.echo(f"connwatch: error: {message}", err=True)
+
+
+def load_settings() -> Settings:
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise CliError(
+            f"setting CONNWATCH_{field.upper()}: {err['msg']} (got {err.get('input')!r})"
+        ) from None
+    from app.logs import setup_logging
+
+    setup_logging(settings.log_level, settings.log_format)
+    return settings
+
+
+def open_store(settings: Settings, *, migrate_to_head: bool = False) -> Engine:
+    """Engine on the store (starting the embedded one), checked, optionally migrated."""
+    from app import migrate
+    from app.db import check_server, database_url, make_engine
+
+    engine = make_engine(database_url(settings))
+    check_server(engine)
+    if migrate_to_head:
+        migrate.upgrade(engine)
+    elif not migrate.is_at_head(engine):
+        raise CliError("the store is not migrated to the current schema: run 'connwatch migrate'")
+    return engine
+
+
+def check_port_free(host: str, port: int) -> None:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise CliError(
+                    f"{host}:{port} is already in use (set CONNWATCH_PORT or --port)"
+                ) from None
+            raise CliError(f"cannot bind {host}:{port}: {exc.strerror}") from None
+
+
+def warn_if_public(host: str) -> None:
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        typer.echo(
+            f"connwatch: warning: binding to {host}: connwatch has no login yet, so anyone who "
+            "can reach this address can see every target and change them",
+            err=True,
+        )
+
+
+# --------------------------------------------------------------------------- commands
+
+
+@cli.command()
+def version() -> None:
+    """Print connwatch's version."""
+    typer.echo(__version__)
+
+
+@cli.command()
+def migrate() -> None:
+    """Create or upgrade the store's schema to the current version."""
+    from app import migrate as migrations
+
+    settings = load_settings()
+    engine = open_store(settings, migrate_to_head=True)
+    typer.echo(f"store at schema {migrations.current_revision(engine)} (head)")
+    engine.dispose()
+
+
+HostOpt = Annotated[str | None, typer.Option(help="Bind address (default CONNWATCH_HOST).")]
+PortOpt = Annotated[int | None, typer.Option(help="Bind port (default CONNWATCH_PORT).")]
+
+
+def _run_web(settings: Settings, host: str | None, port: int | None, *, with_agent: bool) -> None:
+    import uvicorn
+
+    from app.web.app import create_app
+
+    host = host or settings.host
+    port = port or settings.port
+    warn_if_public(host)
+    check_port_free(host, port)
+    engine = open_store(settings, migrate_to_head=True)
+    app = create_app(engine)
+    if with_agent:
+        from app.agent import service
+
+        service.attach(app, engine, settings)
+    typer.echo(f"connwatch {__version__}: dashboard at http://{host}:{port}/")
+    # uvicorn shuts down gracefully on SIGTERM and then re-raises it; make that re-raise
+    # an orderly exit so context managers and atexit hooks (embedded PostgreSQL,
+    # simulators, pgbouncer) stop what they started.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    uvicorn.run(app, host=host, port=port, log_config=None, lifespan="on")
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+@cli.command()
+def serve(host: HostOpt = None, port: PortOpt = None) -> None:
+    """Run the web dashboard and the probing agent in one process."""
+    _run_web(load_settings(), host, port, with_agent=True)
+
+
+@cli.command()
+def web(host: HostOpt = None, port: PortOpt = None) -> None:
+    """Run only the web dashboard and API (agents run elsewhere)."""
+    _run_web(load_settings(), host, port, with_agent=False)
+
+
+@cli.command()
+def agent() -> None:
+    """Run only the probing agent: schedule probes and write samples."""
+    from app.agent import service
+
+    settings = load_settings()
+    engine = open_store(settings, migrate_to_head=True)
+    service.run_forever(engine, settings)
+
+
+@cli.command()
+def demo(
+    host: HostOpt = None,
+    port: PortOpt = None,
+    history: Annotated[
+        bool, typer.Option("--history", help="Also load a year of synthetic history.")
+    ] = False,
+) -> None:
+    """Start everything locally: embedded PostgreSQL, simulated Oracle databases, agent, web."""
+    from app.demo import run as demo_mod
+
+    demo_mod.run(load_settings(), host=host, port=port, history=history)
+
+
+from app.oraclesim.tooling.cli import simulate as _simulate  # noqa: E402
+
+cli.command("simulate")(_simulate)
+
+
+from app.probes.adhoc import commands as _probe_commands  # noqa: E402
+
+# rwloadsim-style ad-hoc commands (options and output formats: app/probes/adhoc/commands.py)
+cli.command("connping")(_probe_commands.connping)
+cli.command("ociping")(_probe_commands.ociping)
+cli.command("sweep")(_probe_commands.sweep)
+
+
+@cli.command("import-connping")
+def import_connping(
+    file: Annotated[Path, typer.Argument(help="A connping --csvoutput file.")],
+    target: Annotated[str, typer.Option("--target", help="Target name the run measured.")],
+    mode: Annotated[str, typer.Option("--mode", help="Mode name within the target.")],
+    site: Annotated[
+        str | None, typer.Option("--site", help="Series site (default: the mode's only one).")
+    ] = None,
+    start: Annotated[
+        datetime | None,
+        typer.Option(
+            "--start",
+            formats=["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S"],
+            help="Run start (UTC unless an offset is given): needed for TIME columns "
+            "or files written with --no-timestamp.",
+        ),
+    ] = None,
+    interval: Annotated[
+        float | None, typer.Option("--interval", help="Run interval in seconds (--no-timestamp).")
+    ] = None,
+    utcformat: Annotated[
+        str | None, typer.Option("--utcformat", help="Format the run used for UTCTIME.")
+    ] = None,
+) -> None:
+    """Import a connping --csvoutput file as samples of a target and mode."""
+    from app.cli.import_connping import ImportError_, import_connping_file
+
+    if start is not None and start.tzinfo is None:
+        start = start.replace(tzinfo=UTC)
+    settings = load_settings()
+    engine = open_store(settings)
+    try:
+        with engine.begin() as conn:
+            res = import_connping_file(
+                conn,
+                file,
+                target=target,
+                mode=mode,
+                site=site,
+                start=start,
+                interval_s=interval,
+                utcformat=utcformat,
+            )
+    except ImportError_ as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        engine.dispose()
+    typer.echo(
+        f"{file}: {res.read} samples read, {res.new} new, {res.read - res.new} already stored "
+        f"(series {res.series_id})"
+    )
+
+
+# --------------------------------------------------------------------------- targets
+
+
+@targets_cli.command("import")
+def targets_import(
+    file: Annotated[Path, typer.Argument(help="YAML file with a 'targets' list.")],
+    prune: Annotated[
+        bool, typer.Option("--prune", help="Also delete targets, modes and probes not in FILE.")
+    ] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate only.")] = False,
+) -> None:
+    """Create or update targets from a YAML file (all or nothing)."""
+    from app.credentials import Vault
+    from app.targets.schema import load_targets_file
+    from app.targets.sync import import_targets
+
+    doc = load_targets_file(file)
+    if dry_run:
+        typer.echo(f"{file}: {len(doc.targets)} targets, valid")
+        return
+    settings = load_settings()
+    vault = Vault.from_settings(settings)
+    engine = open_store(settings, migrate_to_head=True)
+    with engine.begin() as conn:
+        res = import_targets(conn, doc, vault, prune=prune)
+    engine.dispose()
+    typer.echo(f"{file}: {res.created} created, {res.updated} updated, {res.removed} removed")
+
+
+@targets_cli.command("export")
+def targets_export(
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+    ] = None,
+    no_secrets: Annotated[
+        bool, typer.Option("--no-secrets", help="Leave out password references and tokens.")
+    ] = False,
+) -> None:
+    """Print every target as YAML that 'targets import' reads back."""
+    from app.targets.sync import dump_yaml, export_targets
+
+    settings = load_settings()
+    engine = open_store(settings)
+    with engine.connect() as conn:
+        text_out = dump_yaml(export_targets(conn, include_secrets=not no_secrets))
+    engine.dispose()
+    if output is None:
+        typer.echo(text_out, nl=False)
+    else:
+        try:
+            output.write_text(text_out)
+        except OSError as exc:
+            raise CliError(f"cannot write {output}: {exc.strerror}") from None
+
+
+@targets_cli.command("list")
+def targets_list() -> None:
+    """List targets, their modes and how many probe series each has."""
+    from app.targets.sync import list_targets
+
+    settings = load_settings()
+    engine = open_store(settings)
+    with engine.connect() as conn:
+        rows = list(list_targets(conn))
+    engine.dispose()
+    if not rows:
+        typer.echo("no targets (see 'connwatch targets import')")
+        return
+    typer.echo(f"{'NAME':<24} {'KIND':<9} {'MODES':<36} {'SERIES':>6}  DSN")
+    for r in rows:
+        flag = "" if r.enabled else " (disabled)"
+        typer.echo(f"{r.name:<24} {r.kind:<9} {r.modes:<36} {r.series:>6}  {r.dsn}{flag}")
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def main() -> None:
+    try:
+        cli()  # standalone: click reports usage errors itself (exit 2)
+    except (CliError, StoreError, SecretError) as exc:
+        _error(str(exc))
+        sys.exit(2)
+    except TargetsFileError as exc:
+        for line in exc.errors:
+            _error(line)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The whole product on one machine: the demo, and the local PostgreSQL and pgbouncer it starts."""

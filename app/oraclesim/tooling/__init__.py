@@ -1,0 +1,1 @@
+"""Running the simulator: its command, child processes, fault control API, delay proxy."""

@@ -1,0 +1,1 @@
+"""Oracle Net and TTC on the wire: packets, primitives, messages, negotiation, requests."""

@@ -1,0 +1,1 @@
+"""The write path: samples in, partitions, packed days, rollups, upkeep, synthetic history."""

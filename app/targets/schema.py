@@ -1,0 +1,229 @@
+"""Targets as code: the YAML schema, its validation, and messages naming file, entry and field.
+
+The file format (``targets.example.yaml`` shows every field)::
+
+    targets:
+      - name: sales-prod            # unique
+        kind: oracle                # oracle | postgres
+        dsn: dbhost:1521/SALES      # Easy Connect (no :mode suffix) or a tnsnames alias
+        username: connwatch
+        password: env:SALES_PW      # env:NAME | file:PATH | a literal (encrypted on import)
+        modes:
+          - name: pooled            # kind defaults to the name
+            params: {cclass: CONNWATCH, purity: self}
+            probes:
+              - {probe: connping, interval: 10s, timeout: 5s}
+
+Import is an upsert by name (targets), by name within a target (modes) and by
+(probe, site) within a mode (series); ``prune`` also removes what the file does
+not name. Everything is validated before anything is written, and the whole import
+is one transaction.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from app.models import ORACLE_MODES, POSTGRES_MODES
+from app.targets.durations import Duration, format_duration_ms, parse_duration_ms
+from app.targets.params import ParamError, connection_param_errors, probe_params
+
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class ProbeEntry(_Strict):
+    probe: Literal["connping", "sessionping", "poolacquire", "commit", "sweep"]
+    interval: Duration = Field(default=10_000, ge=100)
+    timeout: Duration | None = Field(default=None, gt=0)
+    site: str = Field(default="default", pattern=_NAME)
+    enabled: bool = True
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _timeout_within_interval(self) -> ProbeEntry:
+        if self.timeout is None:
+            self.timeout = min(self.interval, 5_000)
+        if self.timeout > self.interval:
+            raise ValueError(
+                f"timeout ({format_duration_ms(self.timeout)}) must not exceed interval "
+                f"({format_duration_ms(self.interval)}): runs of a series never overlap"
+            )
+        try:
+            probe_params(self.probe, self.params)
+        except ParamError as exc:
+            raise ValueError(f"params: {exc}") from None
+        return self
+
+
+class ModeEntry(_Strict):
+    name: str = Field(pattern=_NAME)
+    kind: str | None = None
+    transport: Literal["tcp", "tcps", "ipc", "unix"] = "tcp"
+    enabled: bool = True
+    params: dict[str, Any] = Field(default_factory=dict)
+    probes: list[ProbeEntry] = Field(
+        default_factory=lambda: [ProbeEntry(probe="connping", interval=10_000)]
+    )
+
+    @model_validator(mode="after")
+    def _kind_defaults_to_name(self) -> ModeEntry:
+        if self.kind is None:
+            self.kind = self.name
+        seen: set[tuple[str, str]] = set()
+        for i, p in enumerate(self.probes):
+            key = (p.probe, p.site)
+            if key in seen:
+                raise ValueError(f"probes[{i}]: probe {p.probe!r} at site {p.site!r} listed twice")
+            seen.add(key)
+        return self
+
+
+class TargetEntry(_Strict):
+    name: str = Field(pattern=_NAME)
+    kind: Literal["oracle", "postgres"]
+    dsn: str = Field(min_length=1)
+    username: str = Field(min_length=1)
+    password: str | None = None
+    password_encrypted: str | None = None
+    description: str = ""
+    enabled: bool = True
+    labels: dict[str, str] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict)
+    modes: list[ModeEntry] = Field(min_length=1)
+
+    @field_validator("dsn")
+    @classmethod
+    def _no_credentials_in_dsn(cls, v: str) -> str:
+        if re.search(r"[^/@\s]+/[^@\s]+@", v) or re.search(r"://[^/@\s]+:[^@\s]*@", v):
+            raise ValueError("the dsn must not contain credentials: use username and password")
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> TargetEntry:
+        if self.password is not None and self.password_encrypted is not None:
+            raise ValueError("give either password or password_encrypted, not both")
+        allowed = ORACLE_MODES if self.kind == "oracle" else POSTGRES_MODES
+        names: set[str] = set()
+        for i, m in enumerate(self.modes):
+            if m.kind not in allowed:
+                raise ValueError(
+                    f"modes[{i}].kind: {m.kind!r} is not {'an' if self.kind == 'oracle' else 'a'} "
+                    f"{self.kind} mode "
+                    f"(one of {', '.join(allowed)})"
+                )
+            if m.name in names:
+                raise ValueError(f"modes[{i}].name: mode {m.name!r} listed twice")
+            names.add(m.name)
+        for where, params in [("params", self.params)] + [
+            (f"modes[{i}].params", m.params) for i, m in enumerate(self.modes)
+        ]:
+            errors = connection_param_errors(self.kind, params, parse_duration_ms)
+            if errors:
+                raise ValueError(f"{where}: {'; '.join(errors)}")
+        return self
+
+
+class TargetsFile(_Strict):
+    targets: list[TargetEntry] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> TargetsFile:
+        seen: set[str] = set()
+        for i, t in enumerate(self.targets):
+            if t.name in seen:
+                raise ValueError(f"targets[{i}].name: target {t.name!r} listed twice")
+            seen.add(t.name)
+        return self
+
+
+class TargetsFileError(ValueError):
+    """A targets file is unusable; ``errors`` are ready-to-print lines naming file/entry/field."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("\n".join(errors))
+        self.errors = errors
+
+
+def _entry_label(raw: Any, index: int) -> str:
+    name = None
+    if isinstance(raw, dict):
+        targets_list = raw.get("targets")
+        if isinstance(targets_list, list) and index < len(targets_list):
+            item = targets_list[index]
+            if isinstance(item, dict):
+                name = item.get("name")
+    return f"target #{index + 1}" + (f" {name!r}" if name else "")
+
+
+def _format_loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+_MSG_PATH = re.compile(r"^([A-Za-z_]+(?:\[\d+\])?(?:\.[A-Za-z_]+(?:\[\d+\])?)*): (.*)$", re.S)
+
+
+def _split_path(path: str) -> tuple[int | str, ...]:
+    out: list[int | str] = []
+    for part in re.findall(r"[A-Za-z_]+|\[\d+\]", path):
+        out.append(int(part[1:-1]) if part.startswith("[") else part)
+    return tuple(out)
+
+
+def parse_targets(text: str, source: str) -> TargetsFile:
+    """Parse and validate a targets document; raise :class:`TargetsFileError` on any problem."""
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise TargetsFileError([f"{source}{where}: not valid YAML: {problem}"]) from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise TargetsFileError([f"{source}: expected a mapping with a 'targets' list at the top"])
+    try:
+        return TargetsFile.model_validate(raw)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            msg = err["msg"].removeprefix("Value error, ")
+            loc = tuple(err["loc"])
+            # model-level checks name their own field path ("modes[0].kind: ..."): merge it
+            m = _MSG_PATH.match(msg)
+            if m:
+                loc += _split_path(m.group(1))
+                msg = m.group(2)
+            if len(loc) >= 2 and loc[0] == "targets" and isinstance(loc[1], int):
+                field = _format_loc(loc[2:]) or "(entry)"
+                lines.append(f"{source}: {_entry_label(raw, loc[1])}: {field}: {msg}")
+            else:
+                lines.append(f"{source}: {_format_loc(loc) or '(top)'}: {msg}")
+        raise TargetsFileError(lines) from None
+
+
+def load_targets_file(path: Path) -> TargetsFile:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise TargetsFileError([f"{path}: cannot read: {exc.strerror}"]) from None
+    return parse_targets(text, str(path))

@@ -1,0 +1,178 @@
+"""Pages that manage configuration and show the agents: Targets (add / edit / disable /
+test now) and Agents. Forms post ``application/x-www-form-urlencoded`` bodies."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import parse_qsl, quote
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlalchemy.exc import IntegrityError
+
+from app.store import probe_requests
+from app.store.read.agents import ALIVE_S, agent_status
+from app.web.deps import ConnDep, EngineDep, TemplatesDep, VaultDep
+from app.web.params import target_or_404
+from app.web.views import forms
+from app.web.views.lookups import load_targets
+
+router = APIRouter(include_in_schema=False)
+MAX_FORM_BYTES = 64 * 1024
+
+
+async def _form(request: Request) -> dict[str, str]:
+    ctype = request.headers.get("content-type", "")
+    if not ctype.startswith("application/x-www-form-urlencoded"):
+        raise HTTPException(415, "send the form as application/x-www-form-urlencoded")
+    body = await request.body()
+    if len(body) > MAX_FORM_BYTES:
+        raise HTTPException(413, "form too large")
+    try:
+        pairs = parse_qsl(body.decode(), keep_blank_values=True, strict_parsing=False)
+    except UnicodeDecodeError:
+        raise HTTPException(400, "the form is not UTF-8") from None
+    return dict(pairs)
+
+
+@router.get("/targets", response_class=HTMLResponse)
+def targets_page(
+    request: Request, conn: ConnDep, templates: TemplatesDep, saved: str | None = None
+) -> Response:
+    return templates.TemplateResponse(
+        request,
+        "targets.html",
+        {"title": "Targets", "active": "Targets", "targets": load_targets(conn), "saved": saved},
+    )
+
+
+@router.get("/targets/new", response_class=HTMLResponse)
+def new_target(request: Request, templates: TemplatesDep, kind: str = "oracle") -> Response:
+    if kind not in ("oracle", "postgres"):
+        raise HTTPException(422, "kind: expected oracle or postgres")
+    return _form_page(request, templates, forms.blank_form(kind))
+
+
+def _form_page(
+    request: Request,
+    templates: TemplatesDep,
+    form: forms.TargetForm,
+    *,
+    status: int = 200,
+    probe_request: int | None = None,
+    target: Any = None,
+) -> Response:
+    return templates.TemplateResponse(
+        request,
+        "target_form.html",
+        {
+            "title": f"Edit {form.name}" if form.existing else "Add a target",
+            "active": "Targets",
+            "form": form,
+            "dsn_hint": forms.DEFAULT_PORT_HINT.get(form.kind, ""),
+            "probe_request": probe_request,
+            "target": target,
+        },
+        status_code=status,
+    )
+
+
+@router.post("/targets/new", response_class=HTMLResponse)
+async def create_target(
+    request: Request, engine: EngineDep, templates: TemplatesDep, vault: VaultDep
+) -> Response:
+    data = await _form(request)
+    form, doc = forms.read_form(data, existing=None)
+    entry = forms.validate(form, doc)
+    if entry is not None:
+        with engine.begin() as conn:
+            if forms.name_taken(conn, entry.name):
+                form.errors["name"] = f"a target named {entry.name!r} already exists"
+            else:
+                forms.save(conn, entry, vault)
+    if entry is None or form.errors:
+        return _form_page(request, templates, form, status=422)
+    return RedirectResponse(f"/targets/{quote(entry.name)}/edit?saved=1", status_code=303)
+
+
+@router.get("/targets/{name}/edit", response_class=HTMLResponse)
+def edit_target(
+    request: Request,
+    name: str,
+    conn: ConnDep,
+    templates: TemplatesDep,
+    test: int | None = None,
+) -> Response:
+    target = target_or_404(conn, name)
+    return _form_page(
+        request, templates, forms.form_from_target(target), probe_request=test, target=target
+    )
+
+
+@router.post("/targets/{name}/edit", response_class=HTMLResponse)
+async def update_target(
+    request: Request, name: str, engine: EngineDep, templates: TemplatesDep, vault: VaultDep
+) -> Response:
+    data = await _form(request)
+    with engine.connect() as conn:
+        target = target_or_404(conn, name)
+    form, doc = forms.read_form(data, existing=target)
+    entry = forms.validate(form, doc)
+    if entry is None:
+        return _form_page(request, templates, form, status=422, target=target)
+    try:
+        with engine.begin() as conn:
+            forms.save(conn, entry, vault)
+    except (ValueError, IntegrityError) as exc:
+        form.errors["form"] = str(exc).splitlines()[0]
+        return _form_page(request, templates, form, status=422, target=target)
+    return RedirectResponse(f"/targets/{quote(name)}/edit?saved=1", status_code=303)
+
+
+@router.post("/targets/{name}/enabled")
+async def toggle_target(request: Request, name: str, engine: EngineDep) -> Response:
+    data = await _form(request)
+    value = data.get("enabled")
+    if value not in ("true", "false"):
+        raise HTTPException(422, "enabled: expected true or false")
+    with engine.begin() as conn:
+        if not forms.set_enabled(conn, name, value == "true"):
+            raise HTTPException(404, f"no target named {name!r}")
+    return RedirectResponse(f"/targets?saved={quote(name)}", status_code=303)
+
+
+@router.post("/targets/{name}/test")
+async def test_now(request: Request, name: str, engine: EngineDep) -> Response:
+    data = await _form(request)
+    mode_name = data.get("mode", "")
+    with engine.begin() as conn:
+        target = target_or_404(conn, name)
+        mode = target.mode(mode_name)
+        if mode is None:
+            raise HTTPException(422, f"mode: target {name!r} has no mode {mode_name!r}")
+        connping = next((s for s in mode.series if s.probe == "connping"), None)
+        timeout = min(
+            connping.timeout_ms if connping else probe_requests.DEFAULT_TIMEOUT_MS, 300_000
+        )
+        request_id = probe_requests.insert(conn, target.id, mode.id, "connping", timeout_ms=timeout)
+    return RedirectResponse(
+        f"/targets/{quote(name)}/edit?test={request_id}#test-now", status_code=303
+    )
+
+
+@router.get("/agents", response_class=HTMLResponse)
+def agents_page(request: Request, conn: ConnDep, templates: TemplatesDep) -> Response:
+    now = datetime.now(UTC)
+    agents = agent_status(conn, now=now)
+    return templates.TemplateResponse(
+        request,
+        "agents.html",
+        {
+            "title": "Agents",
+            "active": "Agents",
+            "agents": agents,
+            "now": now,
+            "alive_s": ALIVE_S,
+        },
+    )

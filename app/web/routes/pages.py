@@ -1,0 +1,241 @@
+"""The read-only pages: Overview, Target, Compare, Spikes, Samples.
+
+Pages are server-rendered shells: tables are filled here, charts are drawn in the
+browser from the same ``/api/v1`` endpoints anyone can call. Every choice (range,
+target, modes, phase, filters) is a URL parameter.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, Response
+
+from app.web.deps import ConnDep, TemplatesDep
+from app.web.palette import mode_style
+from app.web.params import (
+    PROBES,
+    Probe,
+    Window,
+    Window1h,
+    Window7d,
+    pick_modes,
+    target_or_404,
+)
+from app.web.views import samples as samples_view
+from app.web.views.comparing import compare_view
+from app.web.views.incidents import incidents
+from app.web.views.lookups import TargetInfo, load_targets
+from app.web.views.overview import build_rows, sparkline_svg
+from app.web.views.readers import overview_stats
+from app.web.views.samples import STATUS_CHOICES, SampleFilter
+
+router = APIRouter(include_in_schema=False)
+REFRESH_S = 30
+
+
+@router.get("/", response_class=HTMLResponse)
+def overview(
+    request: Request,
+    conn: ConnDep,
+    templates: TemplatesDep,
+    refresh: Annotated[
+        int, Query(ge=2, le=3600, description="seconds between refreshes")
+    ] = REFRESH_S,
+) -> Response:
+    now = datetime.now(UTC)
+    targets = load_targets(conn)
+    rows = build_rows(targets, overview_stats(conn, targets, now), now)
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.state] = counts.get(r.state, 0) + 1
+    return templates.TemplateResponse(
+        request,
+        "overview.html",
+        {
+            "title": "Overview",
+            "active": "Overview",
+            "rows": rows,
+            "counts": counts,
+            "now": now,
+            "refresh_s": refresh,
+            "spark": sparkline_svg,
+        },
+    )
+
+
+def probes_of(target: TargetInfo) -> list[str]:
+    """The probe kinds the target's modes run, in the usual order (connping first)."""
+    have = {s.probe for m in target.modes for s in m.series}
+    return [p for p in PROBES if p in have and p != "sweep"] or ["connping"]
+
+
+def _base_params(request: Request) -> dict[str, str]:
+    return dict(request.query_params)
+
+
+@router.get("/target/{name}", response_class=HTMLResponse)
+def target_page(
+    request: Request,
+    name: str,
+    conn: ConnDep,
+    templates: TemplatesDep,
+    window: Window,
+    modes: str | None = None,
+    probe: Probe = "connping",
+) -> Response:
+    target = target_or_404(conn, name)
+    chosen = pick_modes(target, modes)
+    mode_param = ",".join(chosen) if modes else None
+    api = f"/api/v1/targets/{quote(target.name)}"
+    extra = {"probe": probe, **({"modes": mode_param} if mode_param else {})}
+    return templates.TemplateResponse(
+        request,
+        "target.html",
+        {
+            "title": target.name,
+            "active": "",
+            "charts": True,
+            "target": target,
+            "tr": window,
+            "base": _base_params(request),
+            "chosen": chosen,
+            "styles": {m.name: mode_style(m.kind) for m in target.modes},
+            "api": api,
+            "extra": urlencode(extra),
+            "phases": ("logon", "ping", "query", "logoff"),
+            "probe": probe,
+            "probes": probes_of(target),
+        },
+    )
+
+
+@router.get("/compare", response_class=HTMLResponse)
+def compare_page(
+    request: Request,
+    conn: ConnDep,
+    templates: TemplatesDep,
+    window: Window,
+    target: str | None = None,
+    phase: Literal["logon", "ping", "query", "logoff", "total"] = "logon",
+    modes: str | None = None,
+    probe: Probe = "connping",
+) -> Response:
+    targets = load_targets(conn)
+    chosen_target = target_or_404(conn, target) if target else (targets[0] if targets else None)
+    view = None
+    chosen: list[str] = []
+    if chosen_target is not None:
+        chosen = pick_modes(chosen_target, modes)
+        view = compare_view(conn, chosen_target, window.start, window.end, phase, chosen, probe)
+    base = _base_params(request)
+    if chosen_target is not None:
+        base["target"] = chosen_target.name
+    query = {
+        "target": chosen_target.name if chosen_target else "",
+        "phase": phase,
+        "probe": probe,
+    }
+    if modes:
+        query["modes"] = ",".join(chosen)
+    return templates.TemplateResponse(
+        request,
+        "compare.html",
+        {
+            "title": "Compare modes",
+            "active": "Compare",
+            "charts": True,
+            "targets": targets,
+            "target": chosen_target,
+            "tr": window,
+            "base": base,
+            "phase": phase,
+            "probe": probe,
+            "probes": probes_of(chosen_target) if chosen_target else ["connping"],
+            "view": view,
+            # the charts' first answer, embedded (the same JSON /api/v1/compare returns);
+            # "</" is escaped so the JSON cannot close the script element
+            "view_json": view.model_dump_json().replace("</", "<\\/") if view else "",
+            "api_query": urlencode(query),
+        },
+    )
+
+
+@router.get("/spikes", response_class=HTMLResponse)
+def spikes_page(
+    request: Request,
+    conn: ConnDep,
+    templates: TemplatesDep,
+    window: Window7d,
+    target: str | None = None,
+    phase: Literal["logon", "ping", "query", "logoff", "total"] = "logon",
+    factor: Annotated[float, Query(gt=1.0, le=100.0)] = 2.0,
+) -> Response:
+    all_targets = load_targets(conn)
+    chosen = [target_or_404(conn, target)] if target else all_targets
+    view = incidents(
+        conn, chosen, window.start, window.end, phase=phase, factor=factor, with_samples=False
+    )
+    return templates.TemplateResponse(
+        request,
+        "spikes.html",
+        {
+            "title": "Spikes and outages",
+            "active": "Spikes",
+            "targets": all_targets,
+            "target": target,
+            "phase": phase,
+            "factor": factor,
+            "tr": window,
+            "base": _base_params(request),
+            "view": view,
+        },
+    )
+
+
+@router.get("/samples", response_class=HTMLResponse)
+def samples_page(
+    request: Request,
+    conn: ConnDep,
+    templates: TemplatesDep,
+    window: Window1h,
+    target: str | None = None,
+    mode: str | None = None,
+    status: Literal["", "ok", "error", "timeout", "skipped", "failed"] = "",
+    code: Annotated[str, Query(max_length=40)] = "",
+    probe: Literal["", "connping", "sessionping", "commit", "poolacquire", "sweep"] = "",
+    after: Annotated[str | None, Query(max_length=200)] = None,
+    order: Literal["newest", "oldest"] = "newest",
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> Response:
+    f = SampleFilter(
+        target or None, mode or None, status or None, code.strip() or None, probe or None
+    )
+    result = samples_view.page(
+        conn, f, window.start, window.end, after=after, limit=limit, newest_first=order == "newest"
+    )
+    base = {k: v for k, v in _base_params(request).items() if k != "after" and v}
+    csv_params = {k: v for k, v in base.items() if k not in ("order", "limit")}
+    targets = load_targets(conn)
+    return templates.TemplateResponse(
+        request,
+        "samples.html",
+        {
+            "title": "Samples",
+            "active": "Samples",
+            "targets": targets,
+            "modes": sorted({m.name for t in targets for m in t.modes}),
+            "f": f,
+            "status": status,
+            "order": order,
+            "tr": window,
+            "base": base,
+            "result": result,
+            "csv_query": urlencode(csv_params),
+            "statuses": STATUS_CHOICES,
+            "probes": PROBES,
+        },
+    )

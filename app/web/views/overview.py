@@ -1,0 +1,157 @@
+"""The overview's rows: every target x mode with its state, current latencies and a sparkline.
+
+State of a mode (its connping series, all sites together; a mode without connping: its
+series of the first of sessionping, commit, poolacquire it runs; kinds are never pooled):
+
+- ``stale``: no sample at all in the last ``STALE_AFTER`` intervals (at least 2 minutes);
+- ``down``: samples arrived in the last 5 minutes but none of them succeeded;
+- ``degraded``: some failed in the last 15 minutes (error rate above 0), or the current
+  logon p95 is above twice the median of the last hour's per-minute logon p50s;
+- ``ok`` otherwise. Disabled targets and modes are listed last as ``disabled``.
+
+Rows are sorted worst first: down, degraded, stale, ok, then by logon p95 descending.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from app.web.palette import ModeStyle, mode_style
+from app.web.views.lookups import ModeInfo, TargetInfo
+
+STATE_ORDER = {"down": 0, "degraded": 1, "stale": 2, "ok": 3, "unknown": 4, "disabled": 5}
+STALE_AFTER = 3  # intervals without any sample
+# which probe's series speak for a mode: connping where the mode has one, else the first of
+# these it runs (a mode's logons from different probe kinds are never pooled)
+OVERVIEW_PROBES = ("connping", "sessionping", "commit", "poolacquire")
+
+
+def overview_probe(mode: ModeInfo) -> str | None:
+    """The probe kind whose series give the mode's state and latencies (None: no series)."""
+    have = {s.probe for s in mode.series}
+    return next((p for p in OVERVIEW_PROBES if p in have), None)
+
+
+def probe_interval_ms(mode: ModeInfo) -> int:
+    probe = overview_probe(mode)
+    return min((x.interval_ms for x in mode.series if x.probe == probe), default=0)
+
+
+@dataclass(slots=True)
+class ModeStats:
+    """What the store says about one mode's series of its overview probe (connping if any)."""
+
+    last_at: datetime | None = None
+    n_5m: int = 0
+    ok_5m: int = 0
+    n_15m: int = 0
+    failed_15m: int = 0
+    logon_p50: float | None = None
+    logon_p95: float | None = None
+    ping_p50: float | None = None
+    ping_p95: float | None = None
+    baseline_logon_p50: float | None = None
+    spark: list[float | None] = field(default_factory=list)
+    codes: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class OverviewRow:
+    target: str
+    target_kind: str
+    mode: str
+    mode_kind: str
+    style: ModeStyle
+    state: str
+    reason: str
+    stats: ModeStats
+    interval_ms: int
+    probe: str | None
+
+    @property
+    def error_rate(self) -> float | None:
+        if self.stats.n_15m == 0:
+            return None
+        return self.stats.failed_15m / self.stats.n_15m
+
+
+def classify(mode: ModeInfo, target: TargetInfo, s: ModeStats, now: datetime) -> tuple[str, str]:
+    """(state, reason in words)."""
+    if not target.enabled or not mode.enabled:
+        return "disabled", "monitoring is switched off"
+    interval_ms = probe_interval_ms(mode)
+    if not interval_ms:
+        return "unknown", "no probe series"
+    stale_s = max(120.0, STALE_AFTER * interval_ms / 1000)
+    if s.last_at is None or (now - s.last_at).total_seconds() > stale_s:
+        return "stale", f"no sample for more than {stale_s:.0f} s"
+    if s.n_5m > 0 and s.ok_5m == 0:
+        return "down", "every sample of the last 5 minutes failed"
+    if s.failed_15m > 0:
+        return "degraded", f"{s.failed_15m} of {s.n_15m} samples failed in the last 15 minutes"
+    if (
+        s.logon_p95 is not None
+        and s.baseline_logon_p50 is not None
+        and s.logon_p95 > 2 * s.baseline_logon_p50
+    ):
+        return "degraded", "logon p95 is above twice the last hour's median"
+    return "ok", "all recent samples succeeded"
+
+
+def build_rows(
+    targets: list[TargetInfo], stats: dict[int, ModeStats], now: datetime
+) -> list[OverviewRow]:
+    rows = []
+    for t in targets:
+        for m in t.modes:
+            s = stats.get(m.id, ModeStats())
+            state, reason = classify(m, t, s, now)
+            rows.append(
+                OverviewRow(
+                    t.name, t.kind, m.name, m.kind, mode_style(m.kind), state, reason, s,
+                    probe_interval_ms(m), overview_probe(m),
+                )
+            )  # fmt: skip
+    rows.sort(
+        key=lambda r: (
+            STATE_ORDER[r.state],
+            -(r.stats.logon_p95 or 0.0),
+            r.target,
+            r.mode,
+        )
+    )
+    return rows
+
+
+def sparkline_svg(
+    values: list[float | None], color: str, width: int = 120, height: int = 28
+) -> str:
+    """A tiny inline SVG of the p50 per bucket over a fixed axis (the hour): a line through
+    consecutive buckets, a dot for a lone one; gaps stay gaps. Empty without any value."""
+    pts = [v for v in values if v is not None]
+    if not pts:
+        return ""
+    lo, hi = min(pts), max(pts)
+    span = (hi - lo) or 1.0
+    step = width / max(1, len(values) - 1)
+    segments: list[list[str]] = [[]]
+    for i, v in enumerate(values):
+        if v is None:
+            if segments[-1]:
+                segments.append([])
+            continue
+        y = height - 2 - (v - lo) / span * (height - 4)
+        segments[-1].append(f"{i * step:.1f},{y:.1f}")
+    lines = "".join(
+        f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{" ".join(seg)}"/>'
+        if len(seg) > 1
+        else '<circle cx="{}" cy="{}" r="1.5" fill="{}"/>'.format(*seg[0].split(","), color)
+        for seg in segments
+        if seg
+    )
+    return (
+        f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        f'role="img" aria-label="logon p50 over the last hour, {lo:.1f} to {hi:.1f} ms">'
+        f"{lines}</svg>"
+    )
