@@ -14,7 +14,7 @@ Parts:
 - ``connping``: M connping series at 10 s (a fresh logon every run), same figures.
 - ``writer``: S synthetic samples (1,000 series, ~100 ms of instants per 100,000, so
   every batch touches 1,000 (series, minute) pairs) through
-  :class:`app.agent.writer.Writer` (``write_samples``: binary COPY straight into
+  :class:`app.agent.output.writer.Writer` (``write_samples``: binary COPY straight into
   ``samples`` in a savepoint plus one statement queueing the batch's (series, minute)
   pairs for the rollups; ``--write-batch`` per batch, ``--write-threads`` batches in
   flight, one transaction each) against a raw psycopg binary COPY loop straight into
@@ -55,11 +55,11 @@ sys.path.insert(0, str(ROOT))
 
 from app import migrate  # noqa: E402
 from app.agent.options import AgentOptions  # noqa: E402
-from app.agent.phase import phase_offset_ms  # noqa: E402
+from app.agent.output.spool import Spool  # noqa: E402
+from app.agent.output.writer import Writer  # noqa: E402
+from app.agent.scheduling.phase import phase_offset_ms  # noqa: E402
 from app.agent.service import Agent  # noqa: E402
-from app.agent.spool import Spool  # noqa: E402
 from app.agent.stats import percentile  # noqa: E402
-from app.agent.writer import Writer  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.credentials import Vault  # noqa: E402
 from app.demo.pgcluster import PgCluster  # noqa: E402
@@ -303,7 +303,7 @@ def writer_part(
     rounds: int,
     baseline: str | None = None,
 ) -> dict[str, Any]:
-    import app.agent.writer as writer_module
+    import app.agent.output.writer as writer_module
 
     current = writer_module.write_samples
     old = ingest_at(baseline) if baseline else None

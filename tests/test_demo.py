@@ -25,7 +25,7 @@ from cryptography.fernet import Fernet
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from app.agent.phase import phase_offset_ms
+from app.agent.scheduling.phase import phase_offset_ms
 from app.config import Settings
 from app.demo.pgcluster import free_port
 from app.demo.run import (

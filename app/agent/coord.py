@@ -40,7 +40,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from app import __version__
-from app.agent.specs import SeriesRow, fingerprint, load_series
+from app.agent.scheduling.specs import SeriesRow, fingerprint, load_series
 
 log = logging.getLogger(__name__)
 

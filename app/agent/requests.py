@@ -7,7 +7,7 @@ running agent polls for pending rows about twice a second, claims a few with
 probe once through the shared runner and stores the outcome:
 
 - ``status = 'done'``: the probe ran; ``result`` is the sample as JSON
-  (:func:`app.agent.records.to_json`: every phase, the logon's round-trip
+  (:func:`app.agent.output.records.to_json`: every phase, the logon's round-trip
   breakdown, sid/serial/instance/server type, and the error class/code/message of
   a failed run) plus ``agent`` and ``site``;
 - ``status = 'error'``: the probe could not be run (no such mode, bad parameters,
@@ -28,8 +28,8 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from app.agent.records import to_json
-from app.agent.specs import SeriesRow, SpecError, build_spec, load_for_request
+from app.agent.output.records import to_json
+from app.agent.scheduling.specs import SeriesRow, SpecError, build_spec, load_for_request
 from app.config import Settings
 from app.credentials import Vault
 from app.probes.base import ProbeConfigError

@@ -9,7 +9,7 @@ Two entry points, both used by the CLI:
 
 An agent probes the enabled series of its site (``Settings.site``) that it holds
 the lock for (:mod:`app.agent.coord`), writes samples through
-:class:`~app.agent.writer.Writer` (spool in ``<data_dir>/spool`` while the store is
+:class:`~app.agent.output.writer.Writer` (spool in ``<data_dir>/spool`` while the store is
 away), answers "test now" requests (:mod:`app.agent.requests`) and, if it holds the
 maintenance lock, runs :func:`app.store.write.maintenance.maintain` every
 ``maintain_every_s``. See docs/agent.md.
@@ -34,13 +34,13 @@ from sqlalchemy.engine import Engine
 from app.agent import requests
 from app.agent.coord import Coordinator, default_agent_name
 from app.agent.heap import HeapSettler
-from app.agent.limits import Limiter
 from app.agent.options import AgentOptions
-from app.agent.scheduler import SeriesScheduler
-from app.agent.specs import SeriesRow, build_spec
-from app.agent.spool import Spool
+from app.agent.output.spool import Spool
+from app.agent.output.writer import Writer
+from app.agent.scheduling.limits import Limiter
+from app.agent.scheduling.scheduler import SeriesScheduler
+from app.agent.scheduling.specs import SeriesRow, build_spec
 from app.agent.stats import AgentStats
-from app.agent.writer import Writer
 from app.config import Settings
 from app.credentials import Vault
 from app.probes.spec import ProbeSpec

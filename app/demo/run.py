@@ -217,7 +217,7 @@ _HISTORY_FACTOR = {"sales-sim": 1.0, "hr-sim": 1.12}
 
 def history_series(engine: Engine) -> list[HistorySeries]:
     """The enabled series of the demo's targets, described for the history generator."""
-    from app.agent.phase import phase_offset_ms
+    from app.agent.scheduling.phase import phase_offset_ms
     from app.store.write.synthetic import HistorySeries
 
     with engine.connect() as conn:

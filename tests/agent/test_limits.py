@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from app.agent.limits import Limiter, TokenBucket
+from app.agent.scheduling.limits import Limiter, TokenBucket
 
 
 def test_bucket_allows_a_burst_then_the_rate() -> None:

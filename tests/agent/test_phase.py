@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from app.agent.phase import (
+from app.agent.scheduling.phase import (
     grace_s,
     instant_after,
     instant_at_or_before,

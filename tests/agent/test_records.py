@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from app.agent.records import from_row, to_json, to_row
+from app.agent.output.records import from_row, to_json, to_row
 from app.samples import ErrorClass, Sample, SampleStatus
 
 

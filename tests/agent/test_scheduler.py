@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from app.agent.options import AgentOptions
-from app.agent.phase import from_ms, instant_at_or_before, phase_offset_ms
-from app.agent.scheduler import SLOT_MS, slot_of
+from app.agent.scheduling.phase import from_ms, instant_at_or_before, phase_offset_ms
+from app.agent.scheduling.scheduler import SLOT_MS, slot_of
 from app.demo.pgcluster import PgCluster
 from tests.agent.conftest import (
     add_mode,
@@ -152,9 +152,9 @@ def test_rate_limit_skips_instead_of_storming(
 def test_a_run_past_its_grace_is_recorded_late_without_running(store: Engine) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from app.agent.limits import Limiter
-    from app.agent.scheduler import SeriesScheduler
-    from app.agent.specs import load_series
+    from app.agent.scheduling.limits import Limiter
+    from app.agent.scheduling.scheduler import SeriesScheduler
+    from app.agent.scheduling.specs import load_series
     from app.agent.stats import AgentStats
     from app.samples import Sample
 

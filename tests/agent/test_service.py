@@ -28,7 +28,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
 
 from app import migrate
-from app.agent.spool import Spool, read_frames
+from app.agent.output.spool import Spool, read_frames
 from app.demo.pgcluster import PgCluster
 from tests.agent.conftest import gaps, make_settings, pg_target_series, run_agent, samples_of
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.spool import Spool, SpoolFull, read_frames
+from app.agent.output.spool import Spool, SpoolFull, encode_frame, read_frames
 from app.samples import Sample, SampleStatus
 
 T0 = datetime(2026, 11, 21, tzinfo=UTC)
@@ -82,7 +82,7 @@ def test_torn_tail_is_dropped_with_a_warning(
 
 
 def test_bounded_with_warning_then_full(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    one = len(__import__("app.agent.spool", fromlist=["encode_frame"]).encode_frame(batch(0, 10)))
+    one = len(encode_frame(batch(0, 10)))
     sp = Spool(tmp_path, one * 5, warn_share=0.6)
     with caplog.at_level(logging.WARNING):
         for k in range(5):

@@ -11,8 +11,8 @@ from sqlalchemy.engine import Engine
 
 from app import migrate
 from app.agent.options import AgentOptions
-from app.agent.spool import Spool
-from app.agent.writer import Writer
+from app.agent.output.spool import Spool
+from app.agent.output.writer import Writer
 from app.demo.pgcluster import PgCluster
 from app.samples import Sample, SampleStatus
 

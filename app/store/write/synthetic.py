@@ -545,7 +545,7 @@ class HistorySeries:
     """One existing series to backfill and what its samples look like.
 
     ``offset_ms`` is the series' phase within its interval (the agent's
-    ``app.agent.phase.phase_offset_ms``), so history instants lie on the live grid;
+    ``app.agent.scheduling.phase.phase_offset_ms``), so history instants lie on the live grid;
     ``instances`` are spread over its samples (two give a two-line instance
     breakdown); ``factor`` scales its logon median (one database slower than another).
     """

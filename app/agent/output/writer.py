@@ -6,7 +6,7 @@ A batch is written when it holds ``batch_max`` samples or its first sample has
 waited ``flush_s``; :func:`app.store.write.ingest.write_samples` stores it (COPY, then
 ``ON CONFLICT DO NOTHING``: idempotent) in one transaction.
 
-When the store cannot be reached, the batch goes to the :class:`~app.agent.spool.Spool`
+When the store cannot be reached, the batch goes to the :class:`~app.agent.output.spool.Spool`
 (fsync per batch) and so does every later batch until the spool has been replayed,
 so samples reach the store in the order they were taken. Every ``retry_s`` the writer
 tries to replay the spool; the first success brings it back to direct writes. A
@@ -34,7 +34,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
 from app.agent.options import AgentOptions
-from app.agent.spool import Spool, SpoolFull, encode_frame
+from app.agent.output.spool import Spool, SpoolFull, encode_frame
 from app.samples import Sample
 from app.store.write.ingest import write_samples
 

@@ -2,7 +2,7 @@
 
 Layout: ``<data_dir>/spool/seg-<sequence>.spool`` files, replayed in sequence order.
 Each batch is one frame, ``b"CWS1" | uint32 length | uint32 crc32 | JSON payload``
-(the payload is a list of :func:`app.agent.records.to_row` rows), written with one
+(the payload is a list of :func:`app.agent.output.records.to_row` rows), written with one
 ``write`` and made durable with ``fsync`` before :meth:`Spool.append` returns. A
 frame cut short by a crash (only ever the last one) fails its length or checksum
 and is dropped on replay with a warning; every complete frame is replayed.
@@ -11,7 +11,7 @@ A segment is deleted only after every frame in it was written to the store, so a
 crash during replay replays it again: harmless, the store ignores samples it has.
 The total size is bounded by ``max_bytes`` (``Settings.spool_max_mb``); a warning
 is logged once the spool is ``warn_share`` full and an error when a batch does
-not fit (the writer then keeps it in memory, see :mod:`app.agent.writer`).
+not fit (the writer then keeps it in memory, see :mod:`app.agent.output.writer`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from app.agent.records import from_row, to_row
+from app.agent.output.records import from_row, to_row
 from app.samples import Sample
 
 log = logging.getLogger(__name__)

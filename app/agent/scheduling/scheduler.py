@@ -4,7 +4,7 @@ APScheduler 3.11 is the scheduler of record, but one job per series cost about 1
 the agent's CPU at 1,000 runs a second (a job-store update, trigger arithmetic and a
 timer re-arm per run). So the series of one interval are grouped by phase into slots
 of ``SLOT_MS`` (50 ms): one ``IntervalTrigger`` job per (interval, slot), whose start
-date lies on the slot's grid (:mod:`app.agent.phase`), ``coalesce=False``. A small
+date lies on the slot's grid (:mod:`app.agent.scheduling.phase`), ``coalesce=False``. A small
 executor (:class:`RunTimeExecutor`) hands every due instant of the slot to the job,
 even after the loop was blocked; the job then arms one event-loop timer per member
 series at the series' own instant (slot instant + the series' offset within the slot),
@@ -41,9 +41,15 @@ from apscheduler.executors.asyncio import AsyncIOExecutor
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from app.agent.limits import Limiter
-from app.agent.phase import from_ms, grace_s, grid_at_or_before_ms, phase_offset_ms, to_ms
-from app.agent.specs import SeriesRow, SpecError
+from app.agent.scheduling.limits import Limiter
+from app.agent.scheduling.phase import (
+    from_ms,
+    grace_s,
+    grid_at_or_before_ms,
+    phase_offset_ms,
+    to_ms,
+)
+from app.agent.scheduling.specs import SeriesRow, SpecError
 from app.agent.stats import AgentStats
 from app.probes.base import Probe, ProbeConfigError
 from app.probes.registry import create_probe

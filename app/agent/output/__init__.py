@@ -1,0 +1,1 @@
+"""Where samples go once measured: the writer (batches to the store), the spool, their records."""
