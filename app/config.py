@@ -158,6 +158,73 @@ class Settings(BaseSettings):
         default=None, description="Directory with tnsnames.ora / sqlnet.ora for TNS aliases."
     )
 
+    # --- notifications and alerting (app/notify, app/alerts; docs/alerts.md) -------------
+    public_url: str | None = Field(
+        default=None,
+        description=(
+            "Base URL people open connwatch at (links in alert and report messages). "
+            "Default: http://<host>:<port>."
+        ),
+    )
+    smtp_host: str | None = Field(
+        default=None, description="SMTP server for e-mail notifications and reports (unset: off)."
+    )
+    smtp_port: int = Field(default=587, ge=1, le=65535, description="SMTP server port.")
+    smtp_security: Literal["starttls", "tls", "none"] = Field(
+        default="starttls",
+        description="starttls (upgrade after connecting), tls (implicit TLS, port 465), or none.",
+    )
+    smtp_username: str | None = Field(default=None, description="SMTP login (unset: no AUTH).")
+    smtp_password: SecretStr | None = Field(default=None, description="SMTP password.")
+    smtp_password_file: Path | None = Field(
+        default=None, description="File holding the SMTP password (instead of smtp_password)."
+    )
+    smtp_from: str = Field(
+        default="connwatch@localhost", description="Sender address of every e-mail."
+    )
+    smtp_ca_file: Path | None = Field(
+        default=None,
+        description="PEM file of the CA(s) that sign the SMTP server's certificate "
+        "(default: the system's).",
+    )
+    smtp_timeout_s: float = Field(
+        default=30.0, gt=0, le=600, description="Timeout of one SMTP conversation (seconds)."
+    )
+    notify_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description="Timeout of one webhook / Slack / Alertmanager call.",
+    )
+    notify_give_up_h: float = Field(
+        default=24.0,
+        gt=0,
+        le=720,
+        description="A notification still undelivered this many hours after it was queued fails.",
+    )
+    notify_retention_days: int = Field(
+        default=90,
+        ge=1,
+        description="Days delivered or failed notifications and their log are kept.",
+    )
+    alerts_enabled: bool = Field(
+        default=True,
+        description="Run the alert evaluator and notification delivery (in one process of all).",
+    )
+    alerts_eval_interval_s: float = Field(
+        default=15.0, ge=1, le=3600, description="Seconds between two alert evaluations."
+    )
+    alerts_lease_s: float = Field(
+        default=45.0,
+        ge=3,
+        le=3600,
+        description="The evaluator's lease: another process takes over after this long without "
+        "renewal.",
+    )
+    alerts_history_days: int = Field(
+        default=1826, ge=1, description="Days alert state transitions are kept."
+    )
+
     @field_validator("data_dir", mode="after")
     @classmethod
     def _absolute_data_dir(cls, v: Path) -> Path:

@@ -9,4 +9,5 @@ pytest_plugins = [
     "tests.fixtures.pgbouncer",
     "tests.fixtures.oraclesim",
     "tests.fixtures.browser",
+    "tests.fixtures.receivers",
 ]

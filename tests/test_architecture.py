@@ -24,6 +24,15 @@ FORBIDDEN = {
     "secrets": ("app.web", "app.agent", "app.probes", "app.drivers", "app.oraclesim", "app.store"),
     "alerts": ("app.web", "app.agent", "app.probes", "app.drivers", "app.oraclesim"),
     "notify": ("app.web", "app.agent", "app.probes", "app.drivers", "app.oraclesim", "app.alerts"),
+    "slo": (
+        "app.web",
+        "app.agent",
+        "app.probes",
+        "app.drivers",
+        "app.oraclesim",
+        "app.alerts",
+        "app.notify",
+    ),
     "reports": ("app.web", "app.agent", "app.probes", "app.drivers", "app.oraclesim"),
     "explain": ("app.web", "app.agent", "app.probes", "app.drivers", "app.oraclesim", "app.store"),
 }

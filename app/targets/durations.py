@@ -1,4 +1,5 @@
-"""Durations as targets files write them: ``10s``, ``500ms``, ``1m``, ``1h``, or bare seconds."""
+"""Durations as targets files write them: ``10s``, ``500ms``, ``1m``, ``1h``, ``30d``, or bare
+seconds."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, None: 1000}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, None: 1000}
 
 
 def parse_duration_ms(value: Any) -> int:
@@ -25,7 +26,7 @@ def parse_duration_ms(value: Any) -> int:
 
 
 def format_duration_ms(ms: int) -> str:
-    for unit, size in (("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
         if ms % size == 0:
             return f"{ms // size}{unit}"
     return f"{ms}ms"

@@ -1,0 +1,1 @@
+"""How each kind of contact point delivers a message: one module per channel, one registry."""
