@@ -111,5 +111,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute(
-        "drop table if exists notify_deliveries, notify_attachments, notify_outbox, contact_points"
+        "drop table if exists slos, notify_deliveries, notify_attachments, notify_outbox, "
+        "contact_points"
     )
