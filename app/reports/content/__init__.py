@@ -1,0 +1,1 @@
+"""What a report says: period, scope, figures, verdicts, trend, incidents, mode comparison."""

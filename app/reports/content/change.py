@@ -1,0 +1,189 @@
+"""Week over week, only where it is real: is a p95 (or availability) change more than noise?
+
+A p95 change is called **slower** or **faster** only when all three hold:
+
+1. **resolution**: it is larger than 4 %. Each p95 is within 1.96 % of the exact value
+   (the store's log buckets), so two of them can differ by up to 4 % (one bucket) with
+   no change at all: a smaller change has no direction we can trust;
+2. **sampling noise**: the 95 % interval of the ratio this period / previous period
+   excludes 1. The interval comes from a block bootstrap: each period is cut into
+   blocks of 6 hours (a month: days), blocks are resampled with replacement 400 times
+   per period, and each resample's p95 is read off its merged histogram (interpolated
+   inside its bucket, so ratios are not stuck to 4 % steps). Blocks, not samples,
+   because latency drifts within a day: resampling single samples would call every
+   difference real. Fewer than 4 blocks with samples in either period: too little
+   data to tell;
+3. **week-to-week noise**: where the trend has at least 4 earlier changes, the change
+   is larger than twice their typical size (1.4826 x the median absolute log change, a
+   robust standard deviation): a week that moves as much as ordinary weeks do is not
+   news.
+
+Otherwise it is "no clear change", whatever its sign. Availability is not an estimate
+but what happened (every failed run counts against it, as against an SLO): any change
+of at least 0.01 percentage points, the precision shown, is called lower or higher.
+The bootstrap is seeded: the same data always gives the same verdict.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from app.reports.content.figures import Blocks
+from app.store.histogram.buckets import GAMMA
+
+RESOLUTION = GAMMA - 1.0  # 4 %: two percentiles each within 1.96 % may differ by one bucket
+N_BOOT = 400
+CONFIDENCE = 0.95
+MIN_BLOCKS = 4
+MIN_HISTORY = 4
+NOISE_K = 2.0
+AVAIL_PRECISION = 0.01  # percentage points shown
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What a change means: ``slower``/``faster`` (latency), ``lower``/``higher``
+    (availability), ``no clear change`` or ``no previous period``."""
+
+    word: str
+    change: float | None  # percent (latency) or percentage points (availability)
+    ci_low: float | None = None  # same unit as change
+    ci_high: float | None = None
+    noise: float | None = None  # percent: the week-to-week threshold (NOISE_K x typical change)
+    reason: str = ""
+
+    @property
+    def real(self) -> bool:
+        return self.word in ("slower", "faster", "lower", "higher")
+
+    @property
+    def worse(self) -> bool:
+        return self.word in ("slower", "lower")
+
+
+def interp_quantile(h: npt.NDArray[np.float64], lo: int, q: float) -> npt.NDArray[np.float64]:
+    """Quantile (ns) of each histogram row, placed geometrically inside its bucket.
+
+    The rank-``ceil(q n)`` value lies in bucket ``i`` = ``(GAMMA^(i-1), GAMMA^i]``; putting it
+    at the fraction of that bucket's count it sits at keeps it in the bucket (so the
+    1.96 % bound holds) while making ratios vary smoothly.
+    """
+    cum = np.cumsum(h, axis=1)
+    tot = cum[:, -1]
+    rank = np.maximum(1.0, np.ceil(q * tot - 1e-9))
+    pos = np.minimum((cum < rank[:, None]).sum(axis=1), h.shape[1] - 1)
+    rows = np.arange(h.shape[0])
+    before = np.where(pos > 0, cum[rows, np.maximum(pos - 1, 0)], 0.0)
+    inb = np.maximum(h[rows, pos], 1.0)
+    frac = np.clip((rank - before) / inb, 0.0, 1.0)
+    out = np.power(GAMMA, pos + lo - 1 + frac)
+    out[tot == 0] = np.nan
+    return np.asarray(out, dtype=np.float64)
+
+
+@dataclass(slots=True)
+class ModeBlocks:
+    """One mode's blocks in one period: per site a [blocks, buckets] matrix, per block counts."""
+
+    hists: list[npt.NDArray[np.float64]]  # one per series, rows = the period's block slots
+    lo: int
+
+    @property
+    def timed_blocks(self) -> int:
+        if not self.hists:
+            return 0
+        return int(np.count_nonzero(sum(h.sum(axis=1) for h in self.hists)))
+
+
+def mode_blocks(
+    b: Blocks, series_ids: tuple[int, ...], start: datetime, end: datetime
+) -> ModeBlocks:
+    slots = sorted({t for t in b.block if start <= t < end})
+    index = {t: i for i, t in enumerate(slots)}
+    width = b.hist.shape[1]
+    hists = []
+    for sid in series_ids:
+        m = np.zeros((len(slots), width))
+        for i in np.nonzero(b.series == sid)[0]:
+            k = index.get(b.block[int(i)])
+            if k is None:
+                continue
+            m[k] += b.hist[i]
+        hists.append(m)
+    return ModeBlocks(hists, b.lo)
+
+
+def _boot_p95(mb: ModeBlocks, rng: np.random.Generator) -> npt.NDArray[np.float64]:
+    """N_BOOT resampled p95s (ns) of the mode: the worst site's in each resample."""
+    nb = mb.hists[0].shape[0]
+    w = rng.multinomial(nb, np.full(nb, 1.0 / nb), size=N_BOOT).astype(np.float64)
+    per_site = [interp_quantile(w @ h, mb.lo, 0.95) for h in mb.hists]
+    return np.asarray(np.fmax.reduce(np.vstack(per_site), axis=0), dtype=np.float64)
+
+
+def history_noise(p95s: list[float | None]) -> float | None:
+    """NOISE_K x the robust spread (percent) of earlier week-to-week log changes."""
+    changes = [math.log(b / a) for a, b in itertools.pairwise(p95s) if a and b and a > 0]
+    if len(changes) < MIN_HISTORY:
+        return None
+    sigma = 1.4826 * float(np.median(np.abs(changes)))
+    return (math.exp(NOISE_K * sigma) - 1.0) * 100.0
+
+
+def latency_verdict(
+    cur: float | None,
+    prev: float | None,
+    cur_blocks: ModeBlocks,
+    prev_blocks: ModeBlocks,
+    history: list[float | None],
+    seed: int,
+) -> Verdict:
+    """The verdict on a p95 going from ``prev`` to ``cur`` (ms); ``history``: earlier
+    periods' p95s, oldest first, ending with ``prev``'s period."""
+    if cur is None or prev is None or prev <= 0:
+        return Verdict("no previous period" if prev is None else "no data", None)
+    change = (cur / prev - 1.0) * 100.0
+    noise = history_noise(history)
+    lo = hi = None
+    enough = cur_blocks.timed_blocks >= MIN_BLOCKS and prev_blocks.timed_blocks >= MIN_BLOCKS
+    if enough:
+        rng = np.random.default_rng(seed)
+        ratios = _boot_p95(cur_blocks, rng) / _boot_p95(prev_blocks, rng)
+        ratios = ratios[np.isfinite(ratios)]
+        if ratios.size:
+            a = (1.0 - CONFIDENCE) / 2.0
+            lo = (float(np.quantile(ratios, a)) - 1.0) * 100.0
+            hi = (float(np.quantile(ratios, 1.0 - a)) - 1.0) * 100.0
+    word = "slower" if change > 0 else "faster"
+    if abs(math.log(cur / prev)) <= math.log1p(RESOLUTION):
+        reason = f"within the store's resolution ({RESOLUTION * 100:.0f} %)"
+    elif lo is None or hi is None:
+        reason = "too few hours with samples to tell it from noise"
+    elif lo <= 0.0 <= hi:
+        reason = "the 95 % interval includes no change"
+    elif (
+        noise is not None
+        and abs(change) <= noise
+        and abs(math.log(cur / prev)) <= math.log1p(noise / 100.0)
+    ):
+        reason = f"no larger than ordinary week-to-week moves (±{noise:.0f} %)"
+    else:
+        return Verdict(word, change, lo, hi, noise, "")
+    return Verdict("no clear change", change, lo, hi, noise, reason)
+
+
+def availability_verdict(cur: float | None, prev: float | None) -> Verdict:
+    """Availability (percent) from ``prev`` to ``cur``: a fact of what happened, not an
+    estimate, so any change of at least the precision shown is lower or higher."""
+    if cur is None or prev is None:
+        return Verdict("no previous period" if prev is None else "no data", None)
+    diff = cur - prev
+    if abs(diff) < AVAIL_PRECISION:
+        return Verdict("no clear change", diff, reason="unchanged at the precision shown")
+    return Verdict("lower" if diff < 0 else "higher", diff)

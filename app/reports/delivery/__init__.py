@@ -1,0 +1,1 @@
+"""How reports reach people: subscriptions, their schedule (one sender), sending, the archive."""

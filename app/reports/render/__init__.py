@@ -1,0 +1,1 @@
+"""How a report looks: server-side SVG charts, the printable HTML, the PDF, the CSV, the mail."""
