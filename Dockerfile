@@ -8,6 +8,10 @@ ENV PYTHONUNBUFFERED=1 \
     UV_LINK_MODE=copy
 
 RUN pip install --no-cache-dir uv
+# Server-side PDF reports are printed by headless Chromium (docs/reports.md, "Why Chromium").
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium fonts-dejavu-core \
+    && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /opt/connwatch
 COPY pyproject.toml uv.lock README.md ./

@@ -2,7 +2,7 @@
 # Installs the system packages the test suite needs (Debian). Idempotent and quiet when
 # everything is present, so `make test` can call it every time.
 set -euo pipefail
-pkgs=(pgbouncer postgresql chromium prometheus-alertmanager)
+pkgs=(pgbouncer postgresql chromium prometheus-alertmanager poppler-utils)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

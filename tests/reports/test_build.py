@@ -1,0 +1,87 @@
+"""The report's default period and selection on a real store."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from cryptography.fernet import Fernet
+from sqlalchemy.engine import Engine
+
+from app.credentials import Vault
+from app.reports.content.build import build_report
+from app.reports.content.period import current_week
+from app.reports.content.scope import Selection, load_scope
+from app.store.write.ingest import write_samples
+from app.store.write.rollups import roll_up_pending
+from app.targets.schema import parse_targets
+from app.targets.sync import import_targets
+from app.web.views.lookups import load_target
+from tests.web.weekly_data import _ok
+
+YAML = """
+targets:
+  - name: sales-prod
+    kind: oracle
+    dsn: db1:1521/SALES
+    username: u
+    password: env:X
+    labels: {env: prod}
+    modes:
+      - {name: dedicated, probes: [{probe: connping, interval: 1m}]}
+      - {name: pooled, probes: [{probe: connping, interval: 1m}]}
+  - name: sales-test
+    kind: oracle
+    dsn: db2:1521/SALES
+    username: u
+    password: env:X
+    labels: {env: test}
+    modes:
+      - {name: dedicated, probes: [{probe: connping, interval: 1m}]}
+"""
+
+
+def _seed(engine: Engine, since: datetime, minutes: int) -> None:
+    with engine.begin() as conn:
+        import_targets(conn, parse_targets(YAML, "t"), Vault(Fernet.generate_key()))
+        ids = []
+        for name in ("sales-prod", "sales-test"):
+            t = load_target(conn, name)
+            assert t is not None
+            ids += [s.id for m in t.modes for s in m.series]
+        write_samples(
+            conn,
+            [
+                _ok(sid, since + timedelta(minutes=i), 50.0, 1.0)
+                for sid in ids
+                for i in range(minutes)
+            ],
+        )
+    roll_up_pending(engine)
+
+
+def test_a_fresh_install_reports_the_current_week_so_far(migrated_engine: Engine) -> None:
+    now = datetime.now(UTC)
+    week = current_week(now)
+    start = max(week.start, now - timedelta(hours=3))
+    _seed(migrated_engine, start, max(1, int((now - start).total_seconds() // 60) - 1))
+    with migrated_engine.connect() as conn:
+        rep = build_report(conn, now=now)
+    assert rep.week == week.label and rep.complete is False
+    assert {(r.target, r.mode) for r in rep.rows} == {
+        ("sales-prod", "dedicated"), ("sales-prod", "pooled"), ("sales-test", "dedicated")
+    }  # fmt: skip
+    assert all(r.samples > 0 for r in rep.rows)
+
+
+def test_with_last_week_on_record_the_default_is_last_week(migrated_engine: Engine) -> None:
+    now = datetime.now(UTC)
+    last = current_week(now).previous()
+    _seed(migrated_engine, last.start + timedelta(days=2), 60)
+    with migrated_engine.connect() as conn:
+        rep = build_report(conn, now=now)
+        assert rep.week == last.label and rep.complete
+        prod = build_report(conn, selection=Selection.parse("sales-*", "env=prod"), now=now)
+        scope = load_scope(conn, Selection.parse("*-test", None))
+    assert {r.target for r in prod.rows} == {"sales-prod"}
+    assert prod.selection == "targets sales-*; labels env=prod"
+    assert [m.label for m in scope.modes] == ["sales-test/dedicated"]
