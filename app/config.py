@@ -157,6 +157,10 @@ class Settings(BaseSettings):
     tns_admin: Path | None = Field(
         default=None, description="Directory with tnsnames.ora / sqlnet.ora for TNS aliases."
     )
+    report_chromium: Path | None = Field(
+        default=None,
+        description="Chromium binary that prints report PDFs (default: chromium on PATH).",
+    )
 
     # --- notifications and alerting (app/notify, app/alerts; docs/alerts.md) -------------
     public_url: str | None = Field(

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from app.explain import explain
 from app.reports.content.build import ReportOut, TrendOut
 from app.reports.content.summary import duration_words
 from app.reports.render.charts import Line, legend, line_chart
@@ -129,12 +130,16 @@ def _incidents(r: ReportOut, tz: ZoneInfo, base: str) -> list[IncidentView]:
     return out
 
 
+def _meaning(code: str) -> str:
+    e = explain(code)
+    return f"{e.meaning}; likely: {e.cause}" if e else ""
+
+
 def make_view(
     r: ReportOut,
     *,
     base_url: str = "",
     tz: str = "UTC",
-    meanings: dict[str, str] | None = None,
 ) -> ReportView:
     zone = ZoneInfo(tz)
     noun = "week" if r.kind == "week" else "month"
@@ -145,7 +150,6 @@ def make_view(
         else f"this {noun} so far, compared with the whole {noun} before"
     )
     period = f"{fmt_time(r.start, zone)} to {fmt_time(r.end, zone)} ({span})"
-    meanings = meanings or {}
     return ReportView(
         r=r,
         title=label + ("" if r.complete else " (so far)"),
@@ -162,7 +166,7 @@ def make_view(
                 e.error_class,
                 e.count,
                 ", ".join(f"{m.target}/{m.mode} ({m.count})" for m in e.modes),
-                meanings.get(e.code, ""),
+                _meaning(e.code),
             )
             for e in r.errors
         ],

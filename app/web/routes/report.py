@@ -15,6 +15,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.engine import Connection
 
+from app.config import get_settings
 from app.reports.content.build import ReportOut, build_report
 from app.reports.content.period import PeriodError, parse_period
 from app.reports.content.scope import Selection
@@ -101,7 +102,8 @@ def report_pdf(
     rep = _report(conn, week, targets, labels)
     html = render_document(make_view(rep, base_url=_base(request)), PAPERS[paper])
     try:
-        pdf = html_to_pdf(html)
+        chromium = get_settings().report_chromium
+        pdf = html_to_pdf(html, browser=str(chromium) if chromium else None)
     except PdfError as exc:
         return Response(str(exc), status_code=503, media_type="text/plain")
     name = csv_filename(rep).removesuffix(".csv") + ".pdf"
