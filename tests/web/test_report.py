@@ -355,7 +355,7 @@ def test_server_pdf_has_the_apis_figures_footer_and_page_numbers(
     info = tmp_path / "l.pdf"
     info.write_bytes(letter.content)
     sizes = subprocess.run(["pdfinfo", str(info)], capture_output=True, check=True).stdout
-    assert b"612 x 792 pts (letter)" in sizes
+    assert b"792 x 612 pts (letter)" in sizes  # landscape
     a4 = tmp_path / "a4.pdf"
     a4.write_bytes(res.content)
     assert b"(A4)" in subprocess.run(["pdfinfo", str(a4)], capture_output=True, check=True).stdout
