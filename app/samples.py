@@ -51,6 +51,34 @@ class ErrorClass(enum.StrEnum):
     OTHER = "OTHER"  # anything else (code is the exception's class name)
 
 
+# The logon's round trips in wire order: the names ``logon_phases`` keys carry
+# (app.drivers.base.logon_phases names them). Charts and "test now" order phases by
+# this one list and show names it does not know after it (a repeat such as
+# ``connect_2`` right after its base). Rename a phase here, nowhere else.
+LOGON_PHASE_ORDER: tuple[str, ...] = (
+    "tcp_connect",
+    "connect",
+    "network_services",
+    "protocol",
+    "data_types",
+    "fast_auth",
+    "auth1",
+    "auth2",
+)
+
+
+def logon_phase_key(name: str) -> tuple[int, int, str]:
+    """Sort key putting logon phase names in wire order (``connect_2`` after ``connect``)."""
+    base, _, n = name.rpartition("_")
+    if not (base and n.isdigit()):
+        base, n = name, "1"
+    try:
+        at = LOGON_PHASE_ORDER.index(base)
+    except ValueError:
+        at = len(LOGON_PHASE_ORDER)
+    return at, int(n), name
+
+
 PHASE_FIELDS: tuple[str, ...] = (
     "logon_ns",
     "ping_ns",

@@ -85,78 +85,7 @@ CW.rgba = (hex, a) => {
   const n = parseInt(hex.slice(1), 16);
   return `rgba(${(n >> 16) & 255},${(n >> 8) & 255},${n & 255},${a})`;
 };
-/* Break lines where buckets are missing: never draw across a gap (no interpolation). */
-CW.withGaps = (ts, cols, stepS) => {
-  const out = { t: [], utc: [] };
-  cols.forEach((c) => (out[c.name] = []));
-  let prev = null;
-  ts.forEach((iso, i) => {
-    const ms = Date.parse(iso);
-    if (prev !== null && stepS > 0 && ms - prev > 1.5 * stepS * 1000) {
-      out.t.push(CW.local(new Date(prev + stepS * 1000).toISOString()));
-      out.utc.push("");
-      cols.forEach((c) => out[c.name].push(null));
-    }
-    out.t.push(CW.local(iso));
-    out.utc.push(CW.utc(iso));
-    cols.forEach((c) => out[c.name].push(c.values[i]));
-    prev = ms;
-  });
-  return out;
-};
-
 CW.builders = {};
-
-CW.builders.timeseries = (data) => {
-  const traces = [];
-  let ymax = 0;
-  for (const m of data.modes) {
-    const g = CW.withGaps(m.t, [
-      { name: "p5", values: m.p5 }, { name: "p50", values: m.p50 }, { name: "p95", values: m.p95 },
-      { name: "n", values: m.n },
-    ], data.step_s);
-    m.p95.forEach((v) => { if (v !== null && v > ymax) ymax = v; });
-    traces.push({
-      x: g.t, y: g.p5, type: "scatter", mode: "lines", line: { width: 0 },
-      hoverinfo: "skip", showlegend: false, legendgroup: m.name, connectgaps: false,
-    });
-    traces.push({
-      x: g.t, y: g.p95, type: "scatter", mode: "lines", line: { width: 0 },
-      fill: "tonexty", fillcolor: CW.rgba(m.color, 0.22), name: `${m.name} ${data.band_low}–p95`,
-      legendgroup: m.name, customdata: g.utc.map((u, i) => [u, g.p5[i]]), connectgaps: false,
-      hovertemplate: `%{customdata[0]}<br>${data.band_low}–p95 %{customdata[1]:.2f}–%{y:.2f} ms`
-        + "<extra>" + m.name + "</extra>",
-    });
-    traces.push({
-      x: g.t, y: g.p50, type: "scatter", mode: "lines", name: `${m.name} p50`,
-      line: { color: m.color, dash: m.dash, width: 2 }, legendgroup: m.name,
-      customdata: g.utc, text: g.n, connectgaps: false,
-      hovertemplate: "%{customdata}<br>p50 %{y:.2f} ms, n=%{text}<extra>" + m.name + "</extra>",
-    });
-  }
-  const byMode = {};
-  for (const e of data.errors) (byMode[e.mode] = byMode[e.mode] || []).push(e);
-  for (const m of data.modes) {
-    const errs = byMode[m.name];
-    if (!errs) continue;
-    traces.push({
-      x: errs.map((e) => CW.local(e.t)), y: errs.map(() => (ymax || 1) * 1.08),
-      type: "scatter", mode: "markers", name: `${m.name} errors`,
-      marker: { color: m.color, symbol: "x", size: 10, line: { width: 1 } },
-      customdata: errs.map((e) => CW.utc(e.t)),
-      text: errs.map((e) => `${e.count}× ${e.codes.join(", ")}`),
-      hovertemplate: "%{customdata}<br>%{text}<extra>" + m.name + "</extra>",
-    });
-  }
-  return {
-    traces,
-    layout: CW.layoutBase({
-      xaxis: { type: "date", title: { text: `local time · ${data.resolution} buckets` } },
-      yaxis: { title: { text: `${data.phase} (ms), ${data.probe} only` }, rangemode: "tozero" },
-    }),
-    empty: data.modes.every((m) => m.t.length === 0) && data.errors.length === 0,
-  };
-};
 
 CW.builders.breakdown = (data) => ({
   traces: data.modes.map((m) => ({
@@ -263,6 +192,7 @@ CW.drawChart = async (el, zoomed = false) => {
   el.dataset.state = fig.empty ? "empty" : "ready";
   el.dataset.points = String(fig.traces.reduce((a, t) => a + ((t.y || t.x || []).length), 0));
   el.dataset.resolution = data.resolution || "";
+  if (fig.layoutKind) el.dataset.layout = fig.layoutKind;
   if (fig.empty) {
     if (window.Plotly) Plotly.purge(el);
     el.innerHTML = "";
@@ -342,7 +272,8 @@ CW.renderProbeResult = (out, r) => {
   if (r.status === "error" || (res.status && res.status !== "ok")) {
     msg.textContent = r.status === "error"
       ? `could not run: ${r.error || "unknown reason"}`
-      : `${res.status}: ${res.error_code || ""} in ${res.error_phase || "?"}: ${res.error_message || ""}`;
+      : `${res.status}: ${res.error_code || ""} in ${res.error_phase || "?"}: ${res.error_message || ""}`
+        + (r.explanation ? ` — ${r.explanation}` : "");
     msg.className = "flash error";
   } else {
     const rts = res.round_trips === null || res.round_trips === undefined ? "" : `, ${res.round_trips} round trips`;
@@ -361,7 +292,8 @@ CW.renderProbeResult = (out, r) => {
     const v = res[`${p}_ns`];
     if (v !== null && v !== undefined) add(p, `${(v / 1e6).toFixed(2)} ms`);
   }
-  for (const [k, v] of Object.entries(res.logon_phases || {})) add(`logon: ${k}`, `${(v / 1e6).toFixed(2)} ms`);
+  /* the logon's round trips in wire order (the API orders them), numbered */
+  (r.logon_round_trips || []).forEach((rt, i) => add(`logon ${i + 1}. ${rt.phase}`, `${rt.ms.toFixed(2)} ms`));
   if (res.round_trips !== undefined && res.round_trips !== null) add("round trips", res.round_trips);
   for (const k of ["sid", "serial", "instance", "server_type"]) if (res[k] !== undefined && res[k] !== null) add(k, res[k]);
   out.hidden = false;

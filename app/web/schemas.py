@@ -86,16 +86,22 @@ class ModeTimeseries(BaseModel):
 class ErrorMark(BaseModel):
     mode: str
     t: datetime
-    count: int
-    codes: list[str]
+    count: int = Field(description="failed samples (error or timeout) in the bucket")
+    n: int = Field(0, description="samples of any status in the bucket")
+    codes: list[str] = Field(description="their codes, most frequent first")
+    meanings: list[str] = Field(
+        default_factory=list, description="one line per code: what it means (app.explain)"
+    )
 
 
 class TimeseriesOut(BaseModel):
     target: str
     probe: str
     phase: str
-    start: datetime
+    start: datetime = Field(description="first bucket (the window floored to the step)")
     end: datetime
+    window_start: datetime | None = Field(None, description="the window asked for: the x axis")
+    window_end: datetime | None = Field(None, description="its end ('now' for a preset)")
     resolution: str = Field(description="which table answered: raw, 1m, 1h or 1d")
     step_s: float
     band_low: str = Field(description="what the lower band edge is (p5)")
@@ -122,6 +128,11 @@ class BreakdownOut(BaseModel):
     modes: list[BreakdownMode]
 
 
+class RoundTripOut(BaseModel):
+    phase: str
+    ms: float
+
+
 class ProbeRequestOut(BaseModel):
     id: int
     status: str
@@ -131,3 +142,9 @@ class ProbeRequestOut(BaseModel):
     agent: str | None
     result: dict[str, Any] | None
     error: str | None
+    logon_round_trips: list[RoundTripOut] = Field(
+        default_factory=list, description="the logon's round trips in wire order (ms)"
+    )
+    explanation: str | None = Field(
+        None, description="what the result's error code means and its likely cause"
+    )

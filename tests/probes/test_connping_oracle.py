@@ -10,7 +10,7 @@ import pytest
 from app.probes.registry import create_probe
 from app.probes.runner import run_once
 from app.probes.spec import ProbeSpec
-from app.samples import ErrorClass, SampleStatus
+from app.samples import ErrorClass, SampleStatus, logon_phase_key
 from tests.fixtures.oraclesim import OracleSimHandle
 from tests.probes.conftest import MODES, oracle_endpoint, run_probe
 
@@ -26,6 +26,8 @@ def test_connping_every_mode(oraclesim: OracleSimHandle, mode: str) -> None:
     assert s.round_trips == 5  # CONNECT, protocol, data types, auth one, auth two
     assert s.logon_phases is not None and list(s.logon_phases) == LOGON_PHASES
     assert sum(s.logon_phases.values()) == s.logon_ns
+    # the web orders phases by app.samples.LOGON_PHASE_ORDER: the probe's names are in it
+    assert sorted(s.logon_phases, key=logon_phase_key) == list(s.logon_phases)
     # logon, untimed info, 2 pings, 2 queries, logoff (DRCP: the one-way release)
     assert s.extra["round_trips_total"] == 5 + 1 + 2 + 2 + 1
     assert s.extra["instance_number"] == 1

@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 from app.credentials import Vault
 from app.demo.pgcluster import PgCluster
 from app.web.app import create_app
+from tests.fixtures.browser import LiveServer
 from tests.web.data import Seeded, seed, seeded_app
 from tests.web.weekly_data import Weeks, seed_weeks
 
@@ -30,6 +31,12 @@ def client(migrated_engine: Engine, vault: Vault) -> Iterator[TestClient]:
 @pytest.fixture
 def seeded(migrated_engine: Engine, vault: Vault) -> Seeded:
     return seed(migrated_engine, vault)
+
+
+@pytest.fixture(scope="session")
+def live_data(live_server: LiveServer) -> Seeded:
+    """The known data, written once into the live (browser) server's database."""
+    return seed(live_server.engine, live_server.vault)
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ writes two hours of connping samples every 10 s ending now:
   pooled: logon 45 ms, ping 1.1 ms; each sample varies by +-5 % deterministically;
 - sales shared fails with TNS-12520 for 3 samples 30 minutes ago;
 - hr dedicated: every sample of the last 10 minutes fails with ORA-12541 (down);
+- every ok sample's logon is split into round trips (``PHASE_SHARES``, in wire order);
 - sales dedicated also runs sessionping: a reconnect logon of 20 ms every 5 s (twice as
   many samples as its connping; no comparison or chart may pool the two);
 - sales dedicated spikes to 300 ms logon for the minute starting 50 minutes ago
@@ -89,6 +90,23 @@ class Seeded:
     spike_at: datetime
 
 
+# the logon split into its round trips, in wire order (they add up to the logon)
+PHASE_SHARES = {
+    "tcp_connect": 0.05,
+    "connect": 0.45,
+    "protocol": 0.05,
+    "data_types": 0.05,
+    "auth1": 0.15,
+    "auth2": 0.25,
+}
+
+
+def _phases(logon_ns: int) -> dict[str, int]:
+    out = {k: int(logon_ns * f) for k, f in PHASE_SHARES.items()}
+    out["auth2"] += logon_ns - sum(out.values())
+    return out
+
+
 def _ok(sid: int, at: datetime, logon_ms: float, ping_ms: float, i: int) -> Sample:
     f = 1.0 + 0.05 * ((i * 7919) % 21 - 10) / 10.0
     logon = int(logon_ms * f * 1e6)
@@ -104,6 +122,7 @@ def _ok(sid: int, at: datetime, logon_ms: float, ping_ms: float, i: int) -> Samp
         query_ns=1_500_000,
         logoff_ns=500_000,
         round_trips=8,
+        logon_phases=_phases(logon),
         sid=100 + i % 50,
         serial=i,
         instance="inst1" if i % 2 else "inst2",

@@ -11,14 +11,14 @@ import pytest
 from app.targets.schema import parse_targets
 from app.targets.sync import import_targets
 from tests.fixtures.browser import LiveServer
-from tests.web.data import SECRET_PW, Seeded, seed
+from tests.web.data import SECRET_PW, Seeded
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def data(live_server: LiveServer) -> Seeded:
-    return seed(live_server.engine, live_server.vault)
+def data(live_data: Seeded) -> Seeded:
+    return live_data
 
 
 def _chart_ready(page: Any, selector: str) -> dict[str, Any]:

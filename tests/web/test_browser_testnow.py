@@ -7,6 +7,7 @@ test PostgreSQL itself (trust authentication, so the typed password is simply ca
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from app.demo.pgcluster import PgCluster
+from app.samples import logon_phase_key
 from tests.fixtures.browser import LiveServer, migrated_database, serve_app
 from tests.fixtures.oraclesim import OracleSimHandle
 
@@ -123,6 +125,10 @@ def test_an_oracle_target_shows_its_round_trips(
     )
     assert int(rows["round trips"]) > 0
     assert rows["server_type"] == "SHARED"
-    assert any(k.startswith("logon:") for k in rows), rows
+    # the logon's round trips, numbered in wire order (tcp_connect first, auth last)
+    trips = [k.split(". ", 1)[1] for k in rows if re.match(r"logon \d+\. ", k)]
+    assert trips and trips[0] == "tcp_connect", rows
+    assert trips == sorted(trips, key=logon_phase_key)
+    assert trips[-1].startswith("auth")
     assert "tiger" not in page.content()
     assert page.console_errors == []

@@ -14,6 +14,8 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, HTTPException, Path, Query
 from fastapi.responses import StreamingResponse
 
+from app.explain import explain
+from app.samples import logon_phase_key
 from app.store import probe_requests
 from app.store.read.agents import AgentStatus, agent_status
 from app.web.deps import ConnDep, EngineDep
@@ -45,6 +47,7 @@ from app.web.views.comparing import CompareOut, DailyOut, compare_view, daily_vi
 from app.web.views.incidents import IncidentsOut, incidents
 from app.web.views.lookups import TargetInfo, load_targets
 from app.web.views.overview import build_rows
+from app.web.views.phases import LogonPhasesOut, target_logon_phases
 from app.web.views.readers import overview_stats, target_timeseries
 from app.web.views.samples import SampleFilter, SamplesOut
 from app.web.views.sweeps import SweepOut, latest_sweeps
@@ -138,6 +141,16 @@ def api_timeseries(
     return target_timeseries(
         conn, scope.target, scope.modes, window, phase=what.phase, probe=what.probe, points=points
     )
+
+
+@router.get(
+    "/targets/{name}/logon-phases",
+    summary="median of each logon round trip per bucket and mode (raw samples, last 2 days)",
+)
+def api_logon_phases(
+    conn: ConnDep, scope: PathScope, window: Window, probe: Probe = "connping"
+) -> LogonPhasesOut:
+    return target_logon_phases(conn, scope.target, scope.modes, window, probe)
 
 
 @router.get(
@@ -274,4 +287,17 @@ def api_probe_request(
     r = probe_requests.get(conn, request_id)
     if r is None:
         raise HTTPException(404, f"no probe request {request_id}")
-    return ProbeRequestOut.model_validate({**asdict(r), "agent": r.claimed_by, "error": r.error})
+    res = r.result or {}
+    phases = res.get("logon_phases") or {}
+    found = explain(res.get("error_code"))
+    return ProbeRequestOut.model_validate(
+        {
+            **asdict(r),
+            "agent": r.claimed_by,
+            "error": r.error,
+            "logon_round_trips": [
+                {"phase": k, "ms": phases[k] / 1e6} for k in sorted(phases, key=logon_phase_key)
+            ],
+            "explanation": found.line() if found else None,
+        }
+    )

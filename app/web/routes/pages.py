@@ -86,6 +86,7 @@ def target_page(
     window: Window,
     modes: str | None = None,
     probe: Probe = "connping",
+    layout: Literal["auto", "split", "overlay"] = "auto",
 ) -> Response:
     target = target_or_404(conn, name)
     chosen = pick_modes(target, modes)
@@ -109,6 +110,7 @@ def target_page(
             "phases": ("logon", "ping", "query", "logoff"),
             "probe": probe,
             "probes": probes_of(target),
+            "layout": layout,
         },
     )
 

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.engine import Connection
 
+from app.explain import explain
 from app.store.read.availability import failure_codes
 from app.store.read.recent import activity, minute_points
 from app.store.read.samples import read_samples
@@ -23,6 +24,12 @@ from app.web.schemas import ErrorMark, ModeTimeseries, TimeseriesOut
 from app.web.timerange import TimeRange
 from app.web.views.lookups import ModeInfo, TargetInfo
 from app.web.views.overview import ModeStats, overview_probe
+
+
+def meaning(code: str) -> str:
+    """``code: what it means`` (hover text); the code alone when it has no entry."""
+    found = explain(code)
+    return f"{code}: {found.meaning}" if found else code
 
 
 def probe_ids(modes: Iterable[ModeInfo], probe: str = "connping") -> dict[int, int]:
@@ -221,13 +228,24 @@ def target_timeseries(
             if failed:
                 found = codes.get(p.bucket, {})
                 listed = sorted(found, key=lambda c: -found[c])
-                marks.append(ErrorMark(mode=m.name, t=p.bucket, count=failed, codes=listed))
+                marks.append(
+                    ErrorMark(
+                        mode=m.name,
+                        t=p.bucket,
+                        count=failed,
+                        n=p.n,
+                        codes=listed,
+                        meanings=[meaning(c) for c in listed],
+                    )
+                )
     return TimeseriesOut(
         target=target.name,
         probe=probe,
         phase=phase,
         start=res.start,
         end=res.end,
+        window_start=window.start,
+        window_end=window.end,
         resolution=res.source,
         step_s=res.step.total_seconds(),
         band_low="p5",

@@ -1,0 +1,1 @@
+"""Tools for people walking the product (not collected as tests)."""
