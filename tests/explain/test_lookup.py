@@ -35,7 +35,7 @@ def test_every_code_named_in_the_code_and_docs_is_in_the_table() -> None:
 
 
 def test_every_skip_reason_and_runner_code_is_in_the_table() -> None:
-    scheduler = (ROOT / "app/agent/scheduler.py").read_text()
+    scheduler = "".join(p.read_text() for p in (ROOT / "app/agent").rglob("*.py"))
     reasons = set(SKIP_REASON.findall(scheduler)) | set(re.findall(r'"(LATE)"', scheduler))
     assert {"OVERRUN", "LATE", "BUSY", "RATE_LIMIT"} <= reasons
     for code in sorted(reasons | {"TIMEOUT", "CONFIG"}):
