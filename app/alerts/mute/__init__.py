@@ -1,0 +1,1 @@
+"""What keeps alerts quiet: silences, recurring maintenance windows, acknowledgements."""
