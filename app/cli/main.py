@@ -135,6 +135,10 @@ def _run_web(settings: Settings, host: str | None, port: int | None, *, with_age
         from app.agent import service
 
         service.attach(app, engine, settings)
+    if settings.alerts_enabled:  # every process competes; one evaluates (app/alerts/lease.py)
+        from app.alerts import service as alerts
+
+        alerts.attach(app, engine, settings)
     typer.echo(f"connwatch {__version__}: dashboard at http://{host}:{port}/")
     # uvicorn shuts down gracefully on SIGTERM and then re-raises it; make that re-raise
     # an orderly exit so context managers and atexit hooks (embedded PostgreSQL,
@@ -166,7 +170,17 @@ def agent() -> None:
 
     settings = load_settings()
     engine = open_store(settings, migrate_to_head=True)
-    service.run_forever(engine, settings)
+    alerting = None
+    if settings.alerts_enabled:  # every process competes; one evaluates (app/alerts/lease.py)
+        from app.alerts.service import AlertService
+
+        alerting = AlertService(engine, settings)
+        alerting.start()
+    try:
+        service.run_forever(engine, settings)
+    finally:
+        if alerting is not None:
+            alerting.stop()
 
 
 @cli.command()

@@ -238,7 +238,7 @@ def _row(r: Any) -> Window:
         selector=Selector.model_validate(r.selector),
         schedule=Schedule.model_validate(r.schedule),
         timezone=r.timezone,
-        duration=r.duration_s * 1000,
+        duration=f"{r.duration_s}s",
         pause_probes=r.pause_probes,
     )
     return Window(int(r.id), spec)
