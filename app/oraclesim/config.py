@@ -14,7 +14,9 @@ from typing import Any
 import yaml
 
 MODES = ("dedicated", "shared", "pooled")
-PHASES = ("accept", "negotiate", "logon", "ping", "query", "commit", "logoff")
+PHASES = ("accept", "negotiate", "logon", "ping", "query", "commit", "logoff", "tls")
+TLS_VERSIONS = ("1.2", "1.3")
+ROOT = "CDB$ROOT"
 
 
 class ConfigError(ValueError):
@@ -45,6 +47,7 @@ def _profile(accept: float, logon: float, logoff: float, load: float) -> Latency
         "query": PhaseLatency(0.5, 0.3),
         "commit": PhaseLatency(1.0, 0.3),
         "logoff": PhaseLatency(logoff, 0.3),
+        "tls": PhaseLatency(0.0, 0.3),  # the handshake's own crypto is real; nothing added
     }
     return LatencyProfile(phases=phases, load=load)
 
@@ -64,6 +67,10 @@ class ServiceConfig:
     modes: tuple[str, ...] = MODES
     latency: dict[str, LatencyProfile] = field(default_factory=default_latency)
     shared_redirect: bool = False
+    container: str | None = None  # in a CDB: the PDB (default: the service name) or CDB$ROOT
+
+    def con_name(self, cdb: bool) -> str:
+        return (self.container or self.name) if cdb else self.name
 
 
 @dataclass(slots=True)
@@ -71,6 +78,29 @@ class UserConfig:
     name: str
     password: str
     locked: bool = False
+    # V$/GV$ views (and DBA_ views) this user may select from; None: every one (a DBA, or
+    # SELECT ANY DICTIONARY). A view not granted answers ORA-00942, as in Oracle.
+    grants: frozenset[str] | None = None
+
+    def may_read(self, view: str) -> bool:
+        return self.grants is None or view.upper() in self.grants
+
+
+@dataclass(slots=True)
+class InstanceConfig:
+    name: str
+    number: int
+
+
+@dataclass(slots=True)
+class TlsConfig:
+    """The tcps listener: certificate chain and key (PEM files) and TLS versions."""
+
+    cert: str
+    key: str
+    port: int = 0
+    min_version: str = "1.2"
+    max_version: str = "1.3"
 
 
 @dataclass(slots=True)
@@ -90,8 +120,22 @@ class SimConfig:
     server_host: str = "oraclesim"
     scratch_tables: tuple[str, ...] = ("CONNWATCH_PROBE",)
     shared_servers: int = 4
+    max_shared_servers: int | None = None  # shared servers may grow to this (default: no growth)
     drcp_max_servers: int = 40
     drcp_wait_timeout_s: float = 2.0
+    processes: int = 300  # the PROCESSES parameter (per instance)
+    cdb: bool = False  # a container database: services name PDBs (or CDB$ROOT)
+    per_pdb_drcp: bool = False  # ENABLE_PER_PDB_DRCP (21c and later)
+    instances: tuple[InstanceConfig, ...] = ()  # empty: one instance, instance_name / 1
+    tls: TlsConfig | None = None
+
+    @property
+    def sessions(self) -> int:
+        """The SESSIONS parameter's default: 1.5 x PROCESSES + 22."""
+        return int(1.5 * self.processes + 22)
+
+    def instance_list(self) -> tuple[InstanceConfig, ...]:
+        return self.instances or (InstanceConfig(self.instance_name, 1),)
 
     @classmethod
     def default(cls, no_latency: bool = False) -> SimConfig:
@@ -173,7 +217,16 @@ class _Loader:
             "top level",
             {"listener", "services", "users", "no_latency", "fast_auth", "version", "pbkdf2"}
             | {"sdu", "instance_name", "db_name", "server_host", "scratch_tables"}
-            | {"shared_servers", "drcp"},
+            | {
+                "shared_servers",
+                "max_shared_servers",
+                "drcp",
+                "processes",
+                "cdb",
+                "per_pdb_drcp",
+                "instances",
+                "tls",
+            },
         )
         cfg = SimConfig.default()
         if "listener" in top:
@@ -182,7 +235,7 @@ class _Loader:
                 cfg.host = self.text(lst["host"], "listener.host")
             if "port" in lst:
                 cfg.port = self.integer(lst["port"], "listener.port", 0, 65535)
-        for key in ("no_latency", "fast_auth"):
+        for key in ("no_latency", "fast_auth", "cdb", "per_pdb_drcp"):
             if key in top:
                 setattr(cfg, key, self.flag(top[key], key))
         for key in ("instance_name", "db_name", "server_host"):
@@ -219,6 +272,16 @@ class _Loader:
                 cfg.drcp_wait_timeout_s = self.number(
                     d["wait_timeout_s"], "drcp.wait_timeout_s", 0, 3600
                 )
+        if "max_shared_servers" in top:
+            cfg.max_shared_servers = self.integer(
+                top["max_shared_servers"], "max_shared_servers", 1, 1000
+            )
+        if "processes" in top:
+            cfg.processes = self.integer(top["processes"], "processes", 30, 100000)
+        if "instances" in top:
+            cfg.instances = self.instances(top["instances"])
+        if "tls" in top:
+            cfg.tls = self.tls(top["tls"])
         if "users" in top:
             cfg.users = self.users(top["users"])
         if "services" in top:
@@ -231,20 +294,72 @@ class _Loader:
         out: dict[str, UserConfig] = {}
         for i, item in enumerate(raw):
             where = f"users[{i}]"
-            u = self.mapping(item, where, {"name", "password", "locked"})
+            u = self.mapping(item, where, {"name", "password", "locked", "grants"})
             for req in ("name", "password"):
                 if req not in u:
                     raise self.fail(where, f"missing field {req!r}")
             name = self.text(u["name"], f"{where}.name")
             locked = self.flag(u.get("locked", False), f"{where}.locked")
-            out[name.upper()] = UserConfig(name, self.text(str(u["password"]), where), locked)
+            user = UserConfig(name, self.text(str(u["password"]), where), locked)
+            if "grants" in u:
+                grants = u["grants"]
+                if not isinstance(grants, list):
+                    raise self.fail(f"{where}.grants", "must be a list of view names")
+                user.grants = frozenset(
+                    self.text(g, f"{where}.grants[{j}]").upper() for j, g in enumerate(grants)
+                )
+            out[name.upper()] = user
         return out
+
+    def instances(self, raw: Any) -> tuple[InstanceConfig, ...]:
+        if not isinstance(raw, list) or not raw:
+            raise self.fail("instances", "must be a non-empty list")
+        out: list[InstanceConfig] = []
+        for i, item in enumerate(raw):
+            where = f"instances[{i}]"
+            d = self.mapping(item, where, {"name", "number"})
+            for req in ("name", "number"):
+                if req not in d:
+                    raise self.fail(where, f"missing field {req!r}")
+            inst = InstanceConfig(
+                self.text(d["name"], f"{where}.name").upper(),
+                self.integer(d["number"], f"{where}.number", 1, 255),
+            )
+            if any(o.name == inst.name or o.number == inst.number for o in out):
+                raise self.fail(where, "instance names and numbers must be unique")
+            out.append(inst)
+        return tuple(out)
+
+    def tls(self, raw: Any) -> TlsConfig:
+        d = self.mapping(raw, "tls", {"port", "cert", "key", "min_version", "max_version"})
+        for req in ("cert", "key"):
+            if req not in d:
+                raise self.fail("tls", f"missing field {req!r}")
+        base = Path(self.source).parent if Path(self.source).is_file() else Path.cwd()
+        files = []
+        for key in ("cert", "key"):
+            path = base / self.text(d[key], f"tls.{key}")
+            if not path.is_file():
+                raise self.fail(f"tls.{key}", f"no such file: {path}")
+            files.append(str(path))
+        tls = TlsConfig(files[0], files[1])
+        if "port" in d:
+            tls.port = self.integer(d["port"], "tls.port", 0, 65535)
+        for key in ("min_version", "max_version"):
+            if key in d:
+                value = str(d[key])
+                if value not in TLS_VERSIONS:
+                    raise self.fail(f"tls.{key}", f"must be one of {TLS_VERSIONS}")
+                setattr(tls, key, value)
+        if TLS_VERSIONS.index(tls.min_version) > TLS_VERSIONS.index(tls.max_version):
+            raise self.fail("tls", "min_version is above max_version")
+        return tls
 
     def services(self, raw: Any) -> dict[str, ServiceConfig]:
         if not isinstance(raw, list) or not raw:
             raise self.fail("services", "must be a non-empty list")
         out: dict[str, ServiceConfig] = {}
-        keys = {"name", "modes", "latency", "shared_redirect"}
+        keys = {"name", "modes", "latency", "shared_redirect", "container"}
         for i, item in enumerate(raw):
             where = f"services[{i}]"
             s = self.mapping(item, where, keys)
@@ -261,6 +376,8 @@ class _Loader:
                 svc.modes = tuple(modes)
             if "shared_redirect" in s:
                 svc.shared_redirect = self.flag(s["shared_redirect"], f"{where}.shared_redirect")
+            if "container" in s:
+                svc.container = self.text(s["container"], f"{where}.container").upper()
             if "latency" in s:
                 self.latency(s["latency"], f"{where}.latency", svc)
             out[svc.name] = svc

@@ -1,22 +1,28 @@
-"""The simulator: an asyncio listener (plus a shared-server dispatcher port) that answers
-CONNECT with ACCEPT, REFUSE, REDIRECT or RESEND and hands accepted connections to a Session.
+"""The simulator: an asyncio listener (plus a shared-server dispatcher port and, with a
+``tls`` section, a tcps port) that answers CONNECT with ACCEPT, REFUSE, REDIRECT or RESEND
+and hands accepted connections to a Session on one of its instances.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from app.oraclesim.config import MODES, SimConfig
 from app.oraclesim.database.auth import Verifier
+from app.oraclesim.database.catalog import Catalog
 from app.oraclesim.database.views import ServerState
 from app.oraclesim.faults import FaultSet
 from app.oraclesim.groundtruth import ConnectionRecord, GroundTruth
+from app.oraclesim.instances import Instance, Instances
 from app.oraclesim.latency import LatencyModel
 from app.oraclesim.session import Closed, FastPathProtocol, Session
+from app.oraclesim.tls import server_context, start_server_tls
 from app.oraclesim.wire.packets import (
     CONNECT,
     MAX_CONNECT_DATA,
@@ -31,22 +37,34 @@ from app.oraclesim.wire.packets import (
 )
 
 
+class TlsPendingProtocol(FastPathProtocol):
+    """A tcps connection: nothing is read until the TLS layer takes over (start_tls resumes
+    reading), so the ClientHello never lands in the plain stream's buffer."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        if isinstance(transport, asyncio.ReadTransport):
+            transport.pause_reading()
+
+
 class Simulator:
     def __init__(self, config: SimConfig | None = None) -> None:
         self.config = config or SimConfig.default()
         cfg = self.config
         self.faults = FaultSet()
         self.ground = GroundTruth()
-        self.state = ServerState(cfg.shared_servers, cfg.drcp_max_servers, cfg.drcp_wait_timeout_s)
+        self.instances = Instances(cfg, self.faults)
         self.latency = LatencyModel(enabled=not cfg.no_latency)
         self.live: dict[int, Session] = {}
         self._verifiers: dict[str, Verifier] = {}
         self._server: asyncio.Server | None = None
         self._dispatcher: asyncio.Server | None = None
+        self._tls: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.host = cfg.host
         self.port = cfg.port
         self.dispatcher_port = 0
+        self.tls_port = 0
         major, minor = cfg.version_tuple
         self.version_no = (major << 24) | (minor << 16)
         self.banner = (
@@ -63,12 +81,19 @@ class Simulator:
         if any(s.shared_redirect and "shared" in s.modes for s in self.config.services.values()):
             self._dispatcher = await self._listen_on(self._on_dispatcher, self.host, 0)
             self.dispatcher_port = self._dispatcher.sockets[0].getsockname()[1]
+        tls = self.config.tls
+        if tls is not None:
+            self._tls_context = server_context(
+                Path(tls.cert), Path(tls.key), tls.min_version, tls.max_version
+            )
+            self._tls = await self._listen_on(self._on_tls, self.host, tls.port, tls=True)
+            self.tls_port = self._tls.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
-        for srv in (self._server, self._dispatcher):
+        for srv in (self._server, self._dispatcher, self._tls):
             if srv is not None:
                 srv.close()
-        self._server = self._dispatcher = None
+        self._server = self._dispatcher = self._tls = None
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
@@ -93,11 +118,13 @@ class Simulator:
         handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
         host: str,
         port: int,
+        tls: bool = False,
     ) -> asyncio.Server:
         loop = asyncio.get_running_loop()
+        cls = TlsPendingProtocol if tls else FastPathProtocol
 
         def factory() -> FastPathProtocol:
-            return FastPathProtocol(asyncio.StreamReader(limit=2**20), handler)
+            return cls(asyncio.StreamReader(limit=2**20), handler)
 
         return await loop.create_server(factory, host, port, reuse_address=True)
 
@@ -106,11 +133,28 @@ class Simulator:
         return self._server is not None
 
     # ------------------------------------------------------------------ inspection
+    @property
+    def state(self) -> ServerState:
+        """The first instance's state (the only one unless ``instances`` names several)."""
+        return self.instances.all[0].state
+
     def ground_truth(self) -> list[dict[str, Any]]:
         return self.ground.snapshot()
 
-    def view(self, name: str) -> list[dict[str, Any]]:
-        v = self.state.view(name)
+    def view(self, name: str, instance: str | None = None) -> list[dict[str, Any]]:
+        """Rows of a view as a DBA sees them on ``instance`` (default: the first one)."""
+        inst = self.instances.by_name(instance) if instance else self.instances.all[0]
+        if inst is None:
+            raise KeyError(instance)
+        self.instances.refresh()
+        cfg = self.config
+        catalog = Catalog(
+            inst.state,
+            self.instances.states,
+            container="CDB$ROOT" if cfg.cdb else None,
+            per_pdb_drcp=cfg.per_pdb_drcp,
+        )
+        v = catalog.view(name)
         if v is None:
             raise KeyError(name)
         return v[1]
@@ -144,8 +188,36 @@ class Simulator:
     ) -> None:
         await self._serve(reader, writer, via_dispatcher=True)
 
+    async def _on_tls(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await self._serve(reader, writer, via_dispatcher=False, tls=True)
+
+    async def _handshake(self, writer: asyncio.StreamWriter, rec: ConnectionRecord) -> None:
+        """The TLS handshake the client starts right after TCP connect (phase ``tls``)."""
+        prec = rec.begin("tls")
+        for f in self.faults.take("tls", None, None, None):
+            if f.kind in ("drop", "kill", "refuse"):
+                prec.outcome = "dropped"
+                raise Closed
+            if f.kind == "hang":
+                prec.outcome = "hung"
+                await asyncio.sleep(3600)
+            if f.kind == "slow":
+                prec.injected_ns += int(f.delay_ms * 1e6)
+        if prec.injected_ns:
+            await asyncio.sleep(prec.injected_ns / 1e9)
+        try:
+            await start_server_tls(writer, self._tls_context)
+        except (ssl.SSLError, OSError) as exc:
+            prec.outcome = f"error:{type(exc).__name__}"
+            raise Closed from None
+        prec.end_ns = time.perf_counter_ns()
+
     async def _serve(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, via_dispatcher: bool
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        via_dispatcher: bool,
+        tls: bool = False,
     ) -> None:
         task = asyncio.current_task()
         if task is not None:
@@ -153,6 +225,8 @@ class Simulator:
         rec = self.ground.new_connection()
         session: Session | None = None
         try:
+            if tls:
+                await self._handshake(writer, rec)
             session = await self._listen(reader, writer, rec, via_dispatcher)
             if session is not None:
                 await session.run()
@@ -162,7 +236,7 @@ class Simulator:
             if session is not None:
                 session.close()
                 if session.mode == "shared":
-                    self.state.shared.disp_owned -= 1
+                    session.state.shared.disp_owned -= 1
             rec.closed_ns = time.perf_counter_ns()
             with contextlib.suppress(Exception):
                 writer.close()
@@ -204,6 +278,21 @@ class Simulator:
         if mode not in svc.modes:
             refused(12520)
             return None
+        picked = self.instances.pick(req.instance_name)
+        if isinstance(picked, int):
+            refused(picked)
+            return None
+        inst: Instance = picked
+        fail_logon = 0
+        if mode == "dedicated" and not inst.state.process_free():
+            # no process for a dedicated server: the listener, told by the instance, refuses;
+            # without a fault the process starts and cannot attach (ORA-00020)
+            fault = inst.pressure.processes_fault()
+            code = fault.code if fault is not None else 20
+            if code != 20:
+                refused(code)
+                return None
+            fail_logon = 20
         extra = 0.0
         for f in self.faults.take("accept", svc.name, mode, None):
             if f.kind in ("drop", "kill"):
@@ -223,7 +312,7 @@ class Simulator:
                 writer.write(resend())
                 req = await self._read_connect(reader)
         profile = svc.latency[mode]
-        ms = self.latency.sample_ms(profile, "accept", self.state.logons_in_progress + 1)
+        ms = self.latency.sample_ms(profile, "accept", inst.state.logons_in_progress + 1)
         prec.injected_ns = int((ms / 1000 + extra) * 1e9)
         if prec.injected_ns:
             await asyncio.sleep(prec.injected_ns / 1e9)
@@ -237,6 +326,5 @@ class Simulator:
         prec.end_ns = time.perf_counter_ns()
         writer.write(accept(sdu, self.config.fast_auth))
         if mode == "shared":
-            self.state.shared.disp_accept += 1
-            self.state.shared.disp_owned += 1
-        return Session(self, reader, writer, rec, req, svc, mode, sdu)
+            inst.state.shared.open_circuit()
+        return Session(self, reader, writer, rec, req, svc, mode, sdu, inst, fail_logon)

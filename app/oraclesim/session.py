@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from app.oraclesim.config import ServiceConfig
 from app.oraclesim.database.auth import Challenge, Verifier
 from app.oraclesim.database.calls import Calls
+from app.oraclesim.database.catalog import Catalog
 from app.oraclesim.database.views import SessionInfo, SharedServer
 from app.oraclesim.faults import Fault
 from app.oraclesim.groundtruth import ConnectionRecord, PhaseRecord
@@ -45,6 +46,7 @@ from app.oraclesim.wire.requests import (
 )
 
 if TYPE_CHECKING:
+    from .instances import Instance
     from .server import Simulator
 
 T = TypeVar("T")
@@ -78,12 +80,17 @@ class Session:
         svc: ServiceConfig,
         mode: str,
         sdu: int,
+        inst: Instance,
+        fail_logon: int = 0,
     ) -> None:
         self.sim, self.reader, self.writer = sim, reader, writer
         self.rec, self.req, self.svc, self.mode, self.sdu = rec, req, svc, mode, sdu
+        self.inst, self.state = inst, inst.state  # the instance serving this connection
+        self.fail_logon = fail_logon  # an ORA error the logon ends with (ORA-00020)
         self.user: str | None = None
         self.info: SessionInfo | None = None
-        self.calls = Calls(sim.state, self.userenv, sim.config.scratch_tables)
+        self.calls = Calls(self.state, self.userenv, sim.config.scratch_tables)
+        inst.on_down.append(self.instance_gone)
         self.cclass = ""
         self.purity = 0
         self.drcp_attached = False
@@ -130,7 +137,7 @@ class Session:
         self.writer.write(marker(MARKER_RESET))
         self.send(msg.error(Writer(), 1013, call_status=self.call_status).getvalue())
         if self.mode == "shared":
-            self.sim.state.shared.disp_breaks += 1
+            self.state.shared.disp_breaks += 1
 
     async def hang(self) -> None:
         """Never answer; read (and ignore) until the client goes away."""
@@ -160,7 +167,7 @@ class Session:
 
     async def inject(self, phase: str, prec: PhaseRecord, extra: float = 0.0) -> bool:
         profile = self.svc.latency[self.mode]
-        ms = self.sim.latency.sample_ms(profile, phase, self.sim.state.logons_in_progress)
+        ms = self.sim.latency.sample_ms(profile, phase, self.state.logons_in_progress)
         seconds = ms / 1000 + extra
         prec.injected_ns = int(seconds * 1e9)
         return await self.sleep(seconds)
@@ -172,16 +179,27 @@ class Session:
 
     # ----------------------------------------------------------------- main
     async def run(self) -> None:
-        st = self.sim.state
+        st = self.state
         st.logons_in_progress += 1
+        pooled = self.mode == "pooled"
+        st.drcp.auth_busy += pooled  # pooled logons authenticate in the authentication pool
         logon_t0 = time.perf_counter_ns()
         try:
             if not await self.logon():
                 return
         finally:
             st.logons_in_progress -= 1
-        st.cm_elapsed_us += (time.perf_counter_ns() - logon_t0) // 1000
+            st.drcp.auth_busy -= pooled
+        cm_us = (time.perf_counter_ns() - logon_t0) // 1000
+        st.cm_elapsed_us += cm_us
+        if self.info is not None:
+            self.info.cm_us += cm_us
         await self.call_loop()
+
+    def instance_gone(self) -> None:
+        """The instance went down: the connection ends (the client reads end-of-file)."""
+        self._killed = True
+        self.writer.close()
 
     async def logon(self) -> bool:
         """Negotiation and both auth phases; False when the logon failed (answered)."""
@@ -240,6 +258,8 @@ class Session:
         code = 0
         if not ok or ucfg is None:
             code = 1017
+        elif self.fail_logon:
+            code = self.fail_logon
         elif answer is not None and answer.kind == "refuse":
             code = answer.code
         elif ucfg.locked:
@@ -255,7 +275,11 @@ class Session:
                 code = 12520
         if code:
             self.end(prec, f"error:{code}")
-            self.send(msg.error(Writer(), code).getvalue())
+            text = None
+            if code == 20:
+                limit = self.state.processes_limit
+                text = f"ORA-00020: maximum number of processes ({limit}) exceeded"
+            self.send(msg.error(Writer(), code, text).getvalue())
             return False
         self.start_session()
         assert self.info is not None
@@ -264,7 +288,7 @@ class Session:
             ("AUTH_SESSION_ID", str(self.info.sid), 0),
             ("AUTH_SERIAL_NUM", str(self.info.serial), 0),
             ("AUTH_SVR_RESPONSE", Challenge.server_response(combo), 0),
-            ("AUTH_INSTANCENAME", self.sim.config.instance_name, 0),
+            ("AUTH_INSTANCENAME", self.inst.name, 0),
             ("AUTH_SC_SERVICE_NAME", self.svc.name, 0),
             ("AUTH_SC_DBUNIQUE_NAME", self.sim.config.db_name, 0),
             ("AUTH_SC_DB_DOMAIN", "", 0),
@@ -276,7 +300,7 @@ class Session:
         return True
 
     def start_session(self) -> None:
-        st = self.sim.state
+        st = self.state
         sid = st.new_sid()
         self.info = SessionInfo(
             sid,
@@ -289,11 +313,21 @@ class Session:
         )
         st.sessions[sid] = self.info
         st.logons_cumulative += 1
+        st.note()
+        cfg = self.sim.config
+        ucfg = cfg.users.get((self.user or "").upper())
+        self.calls.catalog = Catalog(
+            st,
+            self.sim.instances.states,
+            may_read=ucfg.may_read if ucfg is not None else None,
+            container=self.svc.con_name(True) if cfg.cdb else None,
+            per_pdb_drcp=cfg.per_pdb_drcp,
+        )
         self.rec.sid, self.rec.serial = sid, self.info.serial
         self.sim.live[sid] = self
 
     async def attach_pooled(self) -> bool:
-        ok = await self.sim.state.drcp.acquire(
+        ok = await self.state.drcp.acquire(
             f"{(self.user or '').upper()}.{self.cclass}", self.purity
         )
         self.drcp_attached = ok
@@ -304,7 +338,7 @@ class Session:
     def detach_pooled(self) -> None:
         if self.drcp_attached:
             self.drcp_attached = False
-            self.sim.state.drcp.release(f"{(self.user or '').upper()}.{self.cclass}")
+            self.state.drcp.release(f"{(self.user or '').upper()}.{self.cclass}")
             if self.info is not None:
                 self.info.server = "NONE"
 
@@ -324,8 +358,10 @@ class Session:
 
     def close(self) -> None:
         self.detach_pooled()
+        if self.instance_gone in self.inst.on_down:
+            self.inst.on_down.remove(self.instance_gone)
         if self.info is not None:
-            self.sim.state.sessions.pop(self.info.sid, None)
+            self.state.sessions.pop(self.info.sid, None)
             self.sim.live.pop(self.info.sid, None)
         if self._pending is not None:
             self._pending.cancel()
@@ -333,6 +369,8 @@ class Session:
     async def whole(self, parse: Callable[[Reader], T]) -> T:
         """Parse one request, reading more packets while it is incomplete."""
         payload = (await self.packet()).payload
+        if self.mode == "shared":
+            await self.state.shared.relay()
         while True:
             try:
                 return parse(Reader(payload))
@@ -340,7 +378,7 @@ class Session:
                 payload += (await self.packet()).payload
 
     async def call_loop(self) -> None:
-        st = self.sim.state
+        st = self.state
         proto = self.writer.transport.get_protocol()
         if isinstance(proto, FastPathProtocol):
             proto.fast = self.fast_ping
@@ -366,6 +404,9 @@ class Session:
                 if req.fn == FN_RELEASE:
                     self.detach_pooled()
                 continue
+            self.sim.instances.refresh()
+            if self._killed:
+                raise Closed
             st.user_calls += 1
             if self.mode == "pooled" and not self.drcp_attached and not await self.attach_pooled():
                 self.send(msg.error(Writer(), 12520).getvalue())
@@ -373,6 +414,7 @@ class Session:
             srv: SharedServer | None = None
             t0 = time.perf_counter_ns()
             if self.mode == "shared":
+                await st.shared.relay()
                 srv = await st.shared.acquire()
             try:
                 if self.info is not None:
@@ -404,7 +446,7 @@ class Session:
         ):
             return False
         prec = self.rec.begin("ping")
-        self.sim.state.user_calls += 1
+        self.state.user_calls += 1
         reply = data_packets(msg.status(Writer(), self.call_status, data[12]).getvalue(), self.sdu)
         prec.end_ns = time.perf_counter_ns()
         self.writer.write(reply)
@@ -434,19 +476,22 @@ class Session:
             return req.fn == FN_LOGOFF
         finally:
             if req.fn == FN_LOGOFF:
-                self.sim.state.cm_elapsed_us += (time.perf_counter_ns() - t0) // 1000
+                cm_us = (time.perf_counter_ns() - t0) // 1000
+                self.state.cm_elapsed_us += cm_us
+                if self.info is not None:
+                    self.info.cm_us += cm_us
 
     def userenv(self, name: str) -> str | None:
         info = self.info
         cfg = self.sim.config
         values = {
             "SID": str(info.sid) if info else None,
-            "INSTANCE": "1",
-            "INSTANCE_NAME": cfg.instance_name,
+            "INSTANCE": str(self.inst.number),
+            "INSTANCE_NAME": self.inst.name,
             "SERVER_TYPE": SERVER_TYPE[self.mode],
             "SERVICE_NAME": self.svc.name,
-            "SERVER_HOST": cfg.server_host,
-            "CON_NAME": self.svc.name,
+            "SERVER_HOST": self.state.host_name,
+            "CON_NAME": self.svc.con_name(cfg.cdb),
             "DB_NAME": cfg.db_name,
             "SESSION_USER": (self.user or "").upper(),
             "CURRENT_USER": (self.user or "").upper(),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.oraclesim.database.queries import DmlResult, QueryResult, SqlError
+from app.oraclesim.database.queries import DmlResult, QueryResult, SqlError, ViewSource
 from app.oraclesim.database.queries import run as run_sql
 from app.oraclesim.database.views import ServerState
 from app.oraclesim.wire import messages as msg
@@ -35,6 +35,7 @@ class Calls:
         self, state: ServerState, userenv: Callable[[str], str | None], scratch: tuple[str, ...]
     ) -> None:
         self.state, self.userenv, self.scratch = state, userenv, scratch
+        self.catalog: ViewSource = state  # the session's Catalog once it has logged on
         self.cursors: dict[int, Cursor] = {}
         self.next_cursor = 1
         self.txn = False
@@ -100,7 +101,7 @@ class Calls:
     ) -> int:
         self.state.execute_count += 1
         try:
-            res = run_sql(cur.sql, self.state, self.userenv, self.scratch)
+            res = run_sql(cur.sql, self.catalog, self.userenv, self.scratch)
         except SqlError as e:
             self.cursors.pop(cursor_id, None)
             return self.fail(w, e, 0)

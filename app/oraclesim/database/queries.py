@@ -13,9 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-from app.oraclesim.database.views import ServerState
+from typing import Any, Protocol
 
 
 class SqlError(Exception):
@@ -48,6 +46,13 @@ class DmlResult:
 
 
 UserEnv = Callable[[str], str | None]
+
+
+class ViewSource(Protocol):
+    """Where a query finds its views (a session's Catalog, or one instance's state)."""
+
+    def view(self, name: str) -> tuple[list[tuple[str, str]], list[dict[str, Any]]] | None: ...
+
 
 _SELECT = re.compile(
     r"^select\s+(?P<items>.+?)\s+from\s+(?P<src>[\w$#.]+)(?:\s+(?P<alias>[a-z_]\w*))?"
@@ -85,7 +90,7 @@ def split_top(text: str, sep: str = ",") -> list[str]:
 
 
 def run(
-    sql: str, state: ServerState, userenv: UserEnv, scratch: tuple[str, ...]
+    sql: str, state: ViewSource, userenv: UserEnv, scratch: tuple[str, ...]
 ) -> QueryResult | DmlResult:
     text = normalize(sql)
     low = text.lower()
@@ -127,7 +132,7 @@ def _value(expr: str, userenv: UserEnv, row: dict[str, Any] | None) -> tuple[Any
     raise SqlError(904, f'"{e.upper()}": invalid identifier')
 
 
-def _select(m: re.Match[str], state: ServerState, userenv: UserEnv) -> QueryResult:
+def _select(m: re.Match[str], state: ViewSource, userenv: UserEnv) -> QueryResult:
     src = m.group("src").split(".")[-1].upper()
     if src == "DUAL":
         cols_def: list[tuple[str, str]] = [("DUMMY", "varchar")]

@@ -73,6 +73,7 @@ async def _serve(
                     "host": host,
                     "port": sim.port,
                     "dispatcher_port": sim.dispatcher_port,
+                    "tls_port": sim.tls_port,
                     "control_port": control.port if control else None,
                 }
             ),
@@ -81,6 +82,11 @@ async def _serve(
     else:
         services = "; ".join(f"{s.name}: {', '.join(s.modes)}" for s in cfg.services.values())
         print(f"oraclesim listening on {host}:{sim.port} ({services})", flush=True)
+        if sim.tls_port:
+            print(f"tcps on {host}:{sim.tls_port}", flush=True)
+        if len(sim.instances.all) > 1:
+            names = ", ".join(f"{i.name} (#{i.number})" for i in sim.instances.all)
+            print(f"instances: {names}", flush=True)
         print(
             f"users: {', '.join(u.name for u in cfg.users.values())}; "
             f"latency {'off' if cfg.no_latency else 'on'}",

@@ -3,13 +3,13 @@
 GET    /health                      listener state and ports
 GET    /faults                      active faults
 POST   /faults                      add one: {"kind", "phase", "service", "mode", "user",
-                                    "code", "delay_ms", "count", "duration_s"}
+                                    "code", "delay_ms", "count", "duration_s", "instance"}
 DELETE /faults                      clear all;  DELETE /faults/<id>: remove one
 POST   /listener/down | /listener/up
 GET    /sessions                    live sessions
 POST   /sessions/<sid>/kill         {"code": 2396} (optional)
 GET    /ground-truth[?since=<conn_id>]
-GET    /views/<name>                e.g. /views/v$cpool_stats
+GET    /views/<name>[?instance=X]   e.g. /views/v$cpool_stats, /views/gv$sysstat
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ FAULT_FIELDS = {
     "delay_ms",
     "count",
     "duration_s",
+    "instance",
 }
 
 
@@ -103,6 +104,11 @@ class ControlServer:
                 "listening": sim.listening,
                 "port": sim.port,
                 "dispatcher_port": sim.dispatcher_port,
+                "tls_port": sim.tls_port,
+                "instances": [
+                    {"name": i.name, "number": i.number, "up": not i.down}
+                    for i in sim.instances.all
+                ],
             }
         if parts == ["faults"]:
             if method == "GET":
@@ -150,8 +156,9 @@ class ControlServer:
                 raise HttpError(400, "since must be an integer")
             return 200, [r for r in sim.ground_truth() if r["conn_id"] > int(since)]
         if len(parts) == 2 and parts[0] == "views" and method == "GET":
+            instance = parse_qs(url.query).get("instance", [None])[0]
             try:
-                return 200, sim.view(parts[1])
+                return 200, sim.view(parts[1], instance)
             except KeyError:
                 raise HttpError(404, f"no view {parts[1]}") from None
         raise HttpError(404 if method in ("GET", "POST", "DELETE") else 405, "no such endpoint")

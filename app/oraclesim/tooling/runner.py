@@ -81,8 +81,12 @@ class SimulatorThread:
     def ground_truth(self) -> list[dict[str, Any]]:
         return self.sim.ground_truth()
 
-    def view(self, name: str) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = self._sync(self.sim.view, name)
+    @property
+    def tls_port(self) -> int:
+        return self.sim.tls_port
+
+    def view(self, name: str, instance: str | None = None) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = self._sync(self.sim.view, name, instance)
         return rows
 
     def sessions(self) -> list[dict[str, Any]]:
@@ -107,6 +111,7 @@ class SimulatorProcess:
         self.proc: subprocess.Popen[str] | None = None
         self.port = 0
         self.control_port = 0
+        self.tls_port = 0
 
     def start(self, timeout: float = 30) -> SimulatorProcess:
         args = ["--port", "0", "--control-port", "0", "--status-json"]
@@ -116,6 +121,7 @@ class SimulatorProcess:
             args += ["--config", str(self.config_path)]
         self.proc, info = start_child("app.oraclesim.tooling.cli", args, "simulator")
         self.port, self.control_port = info["port"], info["control_port"]
+        self.tls_port = info.get("tls_port") or 0
         return self
 
     def control(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:

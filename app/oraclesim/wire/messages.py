@@ -25,6 +25,8 @@ ORA_TEXT = {
     1012: "not logged on",
     12516: "TNS:listener could not find available handler with matching protocol stack",
     12519: "TNS:no appropriate service handler found",
+    20: "maximum number of processes (%s) exceeded",
+    12521: "TNS:listener does not currently know of instance requested in connect descriptor",
 }
 
 

@@ -109,6 +109,7 @@ class ConnectRequest:
     server: str = "dedicated"
     cid: dict[str, str] = field(default_factory=dict)
     connection_id: str = ""
+    instance_name: str | None = None  # CONNECT_DATA's INSTANCE_NAME: pins one instance
 
 
 def parse_connect(body: bytes) -> tuple[int, int, int]:
@@ -129,6 +130,7 @@ def parse_descriptor(version: int, sdu: int, text: str) -> ConnectRequest:
     req.service = values.get("SERVICE_NAME") or values.get("SID")
     req.server = (values.get("SERVER") or "dedicated").lower()
     req.connection_id = values.get("CONNECTION_ID", "")
+    req.instance_name = values.get("INSTANCE_NAME") or None
     for key in ("PROGRAM", "HOST", "USER"):
         m = re.search(r"\(CID=.*?\(" + key + r"=([^()]*)\)", text, re.I)
         if m:
