@@ -13,6 +13,8 @@ compares the migrated database with this metadata.
   ``scheduled_at``; ``(series_id, scheduled_at)`` is the key, so writing the
   same sample twice is harmless (``ON CONFLICT DO NOTHING``).
 - ``agents``: one row per agent process, its heartbeat and self-monitoring.
+- ``server_stats`` / ``server_stats_1h``: what the server saw (the serverstats probe),
+  one row per run and instance, and per hour (migration 0015, docs/store.md).
 
 The store's own tables (rollups at 1 minute / 1 hour / 1 day / 1 week, the queue of
 minutes to roll up) are defined by their migrations and documented in docs/store.md.
@@ -26,6 +28,7 @@ from sqlalchemy import (
     CheckConstraint,
     Column,
     DateTime,
+    Float,
     ForeignKey,
     Identity,
     Index,
@@ -53,7 +56,7 @@ metadata = MetaData(naming_convention=NAMING_CONVENTION)
 TARGET_KINDS = ("oracle", "postgres")
 ORACLE_MODES = ("dedicated", "shared", "pooled")
 POSTGRES_MODES = ("direct", "unix", "pgbouncer_session", "pgbouncer_transaction")
-PROBE_KINDS = ("connping", "sessionping", "poolacquire", "commit", "sweep")
+PROBE_KINDS = ("connping", "sessionping", "poolacquire", "commit", "sweep", "serverstats")
 SAMPLE_STATUSES = ("ok", "error", "timeout", "skipped")
 
 
@@ -222,4 +225,36 @@ probe_requests = Table(
     _one_of("status", PROBE_REQUEST_STATUSES),
     _one_of("probe", PROBE_KINDS),
     CheckConstraint("timeout_ms > 0 and timeout_ms <= 300000", name="timeout"),
+)
+
+# --- what the server saw (migration 0015) --------------------------------------------
+
+# One row per serverstats run and instance; metrics maps each derived number to its value.
+server_stats = Table(
+    "server_stats",
+    metadata,
+    Column("series_id", Integer, nullable=False, primary_key=True),
+    Column("scheduled_at", DateTime(timezone=True), nullable=False, primary_key=True),
+    Column("inst_id", SmallInteger, nullable=False, primary_key=True),
+    Column("instance", Text),
+    Column("startup", Text),
+    Column("interval_s", Float),
+    Column("reset", Boolean, nullable=False, server_default=text("false")),
+    Column("metrics", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("classes", JSONB),
+    Column("unavailable", JSONB),
+    Index("ix_server_stats_scheduled_at", "scheduled_at"),
+)
+
+# Per series, instance and UTC hour: metrics maps each number to [mean, max, n].
+server_stats_1h = Table(
+    "server_stats_1h",
+    metadata,
+    Column("series_id", Integer, nullable=False, primary_key=True),
+    Column("bucket", DateTime(timezone=True), nullable=False, primary_key=True),
+    Column("inst_id", SmallInteger, nullable=False, primary_key=True),
+    Column("instance", Text),
+    Column("n", Integer, nullable=False),
+    Column("n_reset", Integer, nullable=False, server_default="0"),
+    Column("metrics", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
 )

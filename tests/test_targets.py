@@ -92,7 +92,32 @@ BAD_FILES = [
         "     modes: [{name: pgbouncer_session, params: {port: 99999, cclass: X}}]}\n",
         "t.yaml: target #1 'p': modes[0].params: unknown postgres parameter 'cclass'",
     ),
+    (
+        "targets:\n  - {name: p, kind: postgres, dsn: h/d, username: u,\n"
+        "     modes: [{name: direct, probes: [{probe: serverstats}]}]}\n",
+        "t.yaml: target #1 'p': modes[0].probes[0].probe: serverstats reads Oracle's V$ views",
+    ),
+    (
+        "targets:\n  - {name: p, kind: oracle, dsn: h/s, username: u,\n"
+        "     modes: [{name: dedicated, probes: [{probe: serverstats,\n"
+        "              params: {user: mon, password_ref: hunter2}}]}]}\n",
+        "t.yaml: target #1 'p': modes[0].probes[0].params: parameter 'password_ref' must be"
+        " env:NAME or file:PATH",
+    ),
 ]
+
+
+def test_serverstats_reads_once_a_minute_unless_told_otherwise() -> None:
+    doc = parse_targets(
+        "targets:\n  - {name: p, kind: oracle, dsn: h/s, username: u,\n"
+        "     modes: [{name: dedicated, probes: [{probe: serverstats},\n"
+        "                                        {probe: connping}]}]}\n",
+        "t.yaml",
+    )
+    probes = doc.targets[0].modes[0].probes
+    first = probes[0]
+    assert (first.probe, first.interval, first.timeout) == ("serverstats", 60_000, 5_000)
+    assert probes[1].interval != 60_000
 
 
 @pytest.mark.parametrize(("doc", "expected"), BAD_FILES)

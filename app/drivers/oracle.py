@@ -140,6 +140,22 @@ class OracleSession:
                 return await cur.fetchone()
         return await asyncio.to_thread(self._thick_query, sql)
 
+    async def rows(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Column names (upper case) and every row of ``sql``: one execute and its fetches
+        (the serverstats probe's reads of the V$ views)."""
+        if self.conn is not None:
+            with self.conn.cursor() as cur:
+                await cur.execute(sql)
+                names = [str(d[0]).upper() for d in cur.description or ()]
+                return names, list(await cur.fetchall())
+        return await asyncio.to_thread(self._thick_rows, sql)
+
+    def _thick_rows(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        with self._thick().cursor() as cur:
+            cur.execute(sql)
+            names = [str(d[0]).upper() for d in cur.description or ()]
+            return names, list(cur.fetchall())
+
     async def info(self) -> SessionInfo:
         row: Any = None
         if self._server_type_sql:

@@ -6,6 +6,7 @@ from app.probes.base import Probe, ProbeConfigError
 from app.probes.commit import CommitProbe
 from app.probes.connping import ConnPing
 from app.probes.poolacquire import PoolAcquire
+from app.probes.serverstats import ServerStats
 from app.probes.sessionping import SessionPing
 from app.probes.spec import ProbeSpec
 from app.probes.sweep import Sweep
@@ -16,6 +17,7 @@ PROBES: dict[str, type[Probe]] = {
     "poolacquire": PoolAcquire,
     "commit": CommitProbe,
     "sweep": Sweep,
+    "serverstats": ServerStats,
 }
 
 

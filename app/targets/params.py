@@ -80,6 +80,17 @@ PROBE_PARAMS: dict[str, dict[str, Param]] = {
         "max": Param(int, 2, minimum=1, doc="pool max"),
         "increment": Param(int, 1, minimum=1, doc="pool increment"),
     },
+    "serverstats": {
+        "gv": Param(
+            str,
+            "auto",
+            choices=("auto", "on", "off"),
+            doc="read GV$ views (every RAC instance): auto falls back to V$",
+        ),
+        "classes": Param(bool, True, doc="also read V$CPOOL_CC_STATS per connection class"),
+        "user": Param(str, "", doc="monitoring account (default: the target's account)"),
+        "password_ref": Param(str, "", doc="its password: env:NAME or file:PATH"),
+    },
     "sweep": {
         "levels": Param(list, [1, 2, 4], doc="concurrency levels, each 1..32"),
         "logons": Param(int, 20, minimum=1, doc="logons per loop and level"),
@@ -111,7 +122,16 @@ def _sweep_extra(v: dict[str, Any]) -> None:
         )
 
 
+def _serverstats_extra(v: dict[str, Any]) -> None:
+    if bool(v["user"]) != bool(v["password_ref"]):
+        raise ParamError("parameters 'user' and 'password_ref' go together")
+    ref = v["password_ref"]
+    if ref and not (ref.startswith("env:") or ref.startswith("file:")):
+        raise ParamError("parameter 'password_ref' must be env:NAME or file:PATH, not a password")
+
+
 _EXTRA: dict[str, Callable[[dict[str, Any]], None]] = {
+    "serverstats": _serverstats_extra,
     "commit": _commit_extra,
     "poolacquire": _poolacquire_extra,
     "sweep": _sweep_extra,

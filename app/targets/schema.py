@@ -41,6 +41,7 @@ from app.targets.durations import Duration, format_duration_ms, parse_duration_m
 from app.targets.params import ParamError, connection_param_errors, probe_params
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$"
+SERVERSTATS_INTERVAL_MS = 60_000
 
 
 class _Strict(BaseModel):
@@ -48,7 +49,7 @@ class _Strict(BaseModel):
 
 
 class ProbeEntry(_Strict):
-    probe: Literal["connping", "sessionping", "poolacquire", "commit", "sweep"]
+    probe: Literal["connping", "sessionping", "poolacquire", "commit", "sweep", "serverstats"]
     interval: Duration = Field(default=10_000, ge=100)
     timeout: Duration | None = Field(default=None, gt=0)
     site: str = Field(default="default", pattern=_NAME)
@@ -57,6 +58,8 @@ class ProbeEntry(_Strict):
 
     @model_validator(mode="after")
     def _timeout_within_interval(self) -> ProbeEntry:
+        if self.probe == "serverstats" and "interval" not in self.model_fields_set:
+            self.interval = SERVERSTATS_INTERVAL_MS  # the V$ views are read once a minute
         if self.timeout is None:
             self.timeout = min(self.interval, 5_000)
         if self.timeout > self.interval:
@@ -130,6 +133,12 @@ class TargetEntry(_Strict):
             if m.name in names:
                 raise ValueError(f"modes[{i}].name: mode {m.name!r} listed twice")
             names.add(m.name)
+            for j, p in enumerate(m.probes or ()):
+                if p.probe == "serverstats" and self.kind != "oracle":
+                    raise ValueError(
+                        f"modes[{i}].probes[{j}].probe: serverstats reads Oracle's V$ views; "
+                        f"{self.kind} targets have none"
+                    )
         for where, params in [("params", self.params)] + [
             (f"modes[{i}].params", m.params) for i, m in enumerate(self.modes)
         ]:

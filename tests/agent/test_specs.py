@@ -143,3 +143,30 @@ def test_fingerprint_changes_with_any_relevant_edit(store: Engine) -> None:
         other_site = fingerprint(conn, "elsewhere")
     assert len({fp0, fp1, fp2, fp3}) == 4
     assert fp3 == other_site  # nothing enabled at either site
+
+
+def test_serverstats_logs_on_as_its_monitoring_account(
+    store: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CW_TEST_MON_PW", "m0n-secret")
+    with store.begin() as conn:
+        t = add_target(conn, "ora", kind="oracle", dsn="db:1521/FREEPDB1", username="scott")
+        m = add_mode(conn, t, "dedicated")
+        own = add_series(conn, m, "serverstats", interval_ms=60_000)
+        t2 = add_target(conn, "ora2", kind="oracle", dsn="db:1521/FREEPDB1", username="scott")
+        mon = add_series(
+            conn,
+            add_mode(conn, t2, "dedicated"),
+            "serverstats",
+            interval_ms=60_000,
+            params={"user": "c##mon", "password_ref": "env:CW_TEST_MON_PW"},
+        )
+    rows, vault, settings = _one(store, tmp_path)
+    ep = build_spec(rows[mon], vault, settings).endpoint
+    assert isinstance(ep, OracleEndpoint)
+    assert (ep.user, ep.password) == ("c##mon", "m0n-secret")
+    assert "m0n-secret" not in repr(ep)
+    assert build_spec(rows[own], vault, settings).endpoint.user == "scott"
+    monkeypatch.delenv("CW_TEST_MON_PW")
+    with pytest.raises(SpecError, match="CW_TEST_MON_PW"):
+        build_spec(rows[mon], vault, settings)

@@ -22,6 +22,7 @@ and lives only inside the endpoint in memory.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -288,6 +289,20 @@ def postgres_endpoint(row: SeriesRow, password: str) -> PostgresEndpoint:
     )
 
 
+def _monitoring_account(row: SeriesRow, ep: OracleEndpoint) -> OracleEndpoint:
+    """serverstats may log on as a monitoring account of its own (``user`` with
+    ``password_ref``, resolved now) instead of the target's account."""
+    user = (row.params or {}).get("user") if row.probe == "serverstats" else None
+    if not user:
+        return ep
+    ref = (row.params or {}).get("password_ref")
+    try:
+        password = resolve_reference(_str(row, "password_ref", ref))
+    except SecretError as exc:
+        raise SpecError(f"{row.label}: {exc}") from None
+    return dataclasses.replace(ep, user=_str(row, "user", user), password=password)
+
+
 def build_spec(
     row: SeriesRow,
     vault: Vault,
@@ -302,6 +317,7 @@ def build_spec(
     endpoint: OracleEndpoint | PostgresEndpoint
     if row.target_kind == "oracle":
         endpoint = oracle_endpoint(row, password, settings)
+        endpoint = _monitoring_account(row, endpoint)
     elif row.target_kind == "postgres":
         endpoint = postgres_endpoint(row, password)
     else:

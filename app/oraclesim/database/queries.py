@@ -1,6 +1,7 @@
 """The query catalogue: a tiny SQL subset over DUAL, the V$ views and scratch tables.
 
-    select <items> from <dual | v$view> [where col = value [and ...]] [order by col [desc]]
+    select <items> from <dual | v$view> [where col = value | col in (v, ...) [and ...]]
+        [order by col [desc]]
     insert into <scratch table> ... / delete from <scratch table> ...
     commit / rollback
 
@@ -184,8 +185,18 @@ def _select(m: re.Match[str], state: ViewSource, userenv: UserEnv) -> QueryResul
     )
 
 
+_IN = re.compile(r"^(?P<left>.+?)\s+in\s*\((?P<items>.*)\)$", re.I | re.S)
+
+
 def _matches(where: str, row: dict[str, Any], userenv: UserEnv) -> bool:
     for cond in re.split(r"\s+and\s+", where, flags=re.I):
+        m = _IN.match(cond.strip())
+        if m:
+            lv, _ = _value(m.group("left"), userenv, row)
+            options = [str(_value(x, userenv, row)[0]) for x in split_top(m.group("items"))]
+            if str(lv) not in options:
+                return False
+            continue
         left, sep, right = cond.partition("=")
         if not sep:
             raise SqlError(920, "invalid relational operator")

@@ -40,6 +40,7 @@ from app.samples import Sample
 from app.store.layout import COLUMNS, ORIGIN_SQL, SAMPLE_TYPES, driver_connection
 from app.store.write.packed import drop_packed_duplicates
 from app.store.write.partitions import ensure_sample_days
+from app.store.write.serverstats import split_server_stats, write_server_stats
 
 # A row for binary COPY is the sample's fields in table order, as they are: with the
 # types set on the COPY, psycopg dumps str enums as text, and dicts as jsonb with
@@ -264,15 +265,17 @@ def write_samples(conn: Connection | psycopg.Connection[Any], samples: Sequence[
     if not samples:
         return 0
     _validate(samples)
+    # serverstats readings go to their own table (app.store.write.serverstats)
+    samples, readings = split_server_stats(samples)
     # Samples of a compacted day that are already stored in packed form are not new.
     samples = drop_packed_duplicates(conn, samples)
-    if not samples:
-        return 0
     raw = driver_connection(conn)
     if raw.autocommit:  # no caller transaction (a bare psycopg connection): one of our own
         with raw.transaction():
-            return _write(conn, raw, samples)
-    return _write(conn, raw, samples)
+            write_server_stats(raw, readings)
+            return _write(conn, raw, samples) if samples else 0
+    write_server_stats(raw, readings)
+    return _write(conn, raw, samples) if samples else 0
 
 
 def _write(

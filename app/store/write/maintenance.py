@@ -20,6 +20,7 @@ from app.config import Settings, get_settings
 from app.store.write.packed import CompactReport, compact_pending
 from app.store.write.partitions import RetentionReport, apply_retention, ensure_partitions
 from app.store.write.rollups import RollupReport, roll_up_pending
+from app.store.write.serverstats import prune_server_stats
 
 
 @dataclass(slots=True)
@@ -28,6 +29,7 @@ class MaintenanceReport:
     rollup: RollupReport = field(default_factory=RollupReport)
     compacted: list[CompactReport] = field(default_factory=list)
     retention: RetentionReport = field(default_factory=RetentionReport)
+    server_stats_deleted: int = 0
 
 
 def maintain(
@@ -57,6 +59,12 @@ def maintain(
             conn,
             raw_days=settings.retention_raw_days,
             minute_days=settings.retention_1m_days,
+            hour_days=settings.retention_1h_days,
+            now=now,
+        )
+        report.server_stats_deleted = prune_server_stats(
+            conn,
+            raw_days=settings.retention_raw_days,
             hour_days=settings.retention_1h_days,
             now=now,
         )

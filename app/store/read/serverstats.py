@@ -1,0 +1,247 @@
+"""What the server saw, out: server-side series for charts and a window's summary.
+
+Readings come from the serverstats probe (``server_stats``, one row per run and
+instance; ``server_stats_1h`` per hour). Charts use the same bucket grid as the latency
+charts (:func:`app.store.resolution.choose`: same range, same step), so one x axis serves
+both: buckets finer than an hour read the raw rows, an hour or more the hourly rows
+(also when the raw rows of the range's start are past retention). Each point is the
+mean and the max of a metric over the bucket's readings; a bucket without readings is
+absent (never interpolated). Metric names and meanings: :mod:`app.probes.serverstats`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from app.store.layout import HOUR, ORIGIN_SQL, no_jit
+from app.store.resolution import DEFAULT_POINTS, check_range, choose
+
+# The numbers charted under the latency charts and summarised for a window, in order.
+CHART_METRICS: tuple[str, ...] = (
+    "logons_per_s",
+    "cm_ms_per_logon",
+    "pool_waits_per_s",
+    "pool_busy_pct",
+    "dispatcher_busy_pct",
+    "common_wait_ms",
+    "processes_pct",
+    "sessions_pct",
+)
+SUMMARY_METRICS: tuple[str, ...] = (
+    *CHART_METRICS,
+    "pool_requests_per_s",
+    "pool_hit_pct",
+    "pool_timeouts_per_s",
+    "authpool_waiters",
+    "dispatcher_wait_ms",
+    "logons_current",
+    "processes",
+    "processes_max",
+    "processes_limit",
+    "sessions",
+    "sessions_limit",
+    "shared_servers_highwater",
+    "shared_servers_max",
+    "circuits",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerPoint:
+    bucket: datetime
+    mean: float
+    max: float
+
+
+@dataclass(slots=True)
+class InstanceSeries:
+    inst_id: int
+    instance: str | None
+    metrics: dict[str, list[ServerPoint]] = field(default_factory=dict)
+    resets: list[datetime] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSeries:
+    source: str  # "raw" or "1h"
+    step: timedelta
+    start: datetime
+    end: datetime
+    instances: list[InstanceSeries]
+
+
+def serverstats_series_ids(conn: Connection, target_id: int) -> list[int]:
+    """The serverstats series of a target (any mode, any site)."""
+    return list(
+        conn.execute(
+            text(
+                "select s.id from series s join modes m on m.id = s.mode_id "
+                "where m.target_id = :t and s.probe = 'serverstats' order by s.id"
+            ),
+            {"t": target_id},
+        ).scalars()
+    )
+
+
+def _raw_from(conn: Connection) -> datetime | None:
+    return conn.execute(text("select min(scheduled_at) from server_stats")).scalar_one_or_none()
+
+
+def _metric_sql(names: tuple[str, ...], source: str) -> str:
+    if source == "raw":
+        cols = ", ".join(
+            f"avg((metrics->>'{m}')::float8), max((metrics->>'{m}')::float8)" for m in names
+        )
+        return (
+            f"select date_bin(cast(:step as interval), scheduled_at, {ORIGIN_SQL}) as b, "
+            f"inst_id, max(instance), bool_or(reset), {cols} "
+            "from server_stats where series_id = any(:ids) and scheduled_at >= :start "
+            "and scheduled_at < :end group by 1, 2 order by 2, 1"
+        )
+    cols = ", ".join(
+        f"sum((metrics->'{m}'->>0)::float8 * (metrics->'{m}'->>2)::float8)"
+        f" / nullif(sum((metrics->'{m}'->>2)::float8), 0), max((metrics->'{m}'->>1)::float8)"
+        for m in names
+    )
+    return (
+        f"select date_bin(cast(:step as interval), bucket, {ORIGIN_SQL}) as b, "
+        f"inst_id, max(instance), sum(n_reset) > 0, {cols} "
+        "from server_stats_1h where series_id = any(:ids) and bucket >= :start "
+        "and bucket < :end group by 1, 2 order by 2, 1"
+    )
+
+
+def server_series(
+    conn: Connection,
+    series_ids: list[int],
+    start: datetime,
+    end: datetime,
+    *,
+    metrics: tuple[str, ...] = CHART_METRICS,
+    max_points: int = DEFAULT_POINTS,
+) -> ServerSeries:
+    """Per instance and metric, (bucket, mean, max) on the latency charts' bucket grid."""
+    check_range(start, end)
+    grid = choose(start, end, max_points)
+    raw_from = _raw_from(conn)
+    source = "raw"
+    if grid.step >= HOUR.width or (raw_from is not None and grid.start < raw_from - HOUR.width):
+        source = "1h"
+    step = max(grid.step, HOUR.width) if source == "1h" else grid.step
+    out = ServerSeries(source, step, grid.start, grid.end, [])
+    if not series_ids:
+        return out
+    no_jit(conn)
+    rows = conn.execute(
+        text(_metric_sql(metrics, source)),
+        {"step": f"{int(step.total_seconds())} seconds", "ids": series_ids}
+        | {"start": grid.start, "end": grid.end},
+    )
+    by_inst: dict[int, InstanceSeries] = {}
+    for row in rows:
+        bucket, inst_id, instance, reset = row[0], int(row[1]), row[2], bool(row[3])
+        inst = by_inst.setdefault(inst_id, InstanceSeries(inst_id, instance))
+        if reset:
+            inst.resets.append(bucket)
+        for i, name in enumerate(metrics):
+            mean, top = row[4 + 2 * i], row[5 + 2 * i]
+            if mean is not None:
+                inst.metrics.setdefault(name, []).append(
+                    ServerPoint(bucket, float(mean), float(top))
+                )
+    out.instances.extend(by_inst[k] for k in sorted(by_inst))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSummary:
+    mean: float | None
+    max: float | None
+    before_mean: float | None  # the same length of time just before the window
+
+
+@dataclass(slots=True)
+class InstanceSummary:
+    inst_id: int
+    instance: str | None
+    readings: int
+    resets: int
+    metrics: dict[str, MetricSummary] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerWindow:
+    start: datetime
+    end: datetime
+    instances: list[InstanceSummary]
+    unavailable: dict[str, str]  # the latest run's views it could not read
+    classes: dict[str, dict[str, float]]  # per connection class: mean rates in the window
+
+
+def _summary_sql(names: tuple[str, ...]) -> str:
+    cols = ", ".join(
+        f"avg((metrics->>'{m}')::float8) filter (where scheduled_at >= :start), "
+        f"max((metrics->>'{m}')::float8) filter (where scheduled_at >= :start), "
+        f"avg((metrics->>'{m}')::float8) filter (where scheduled_at < :start)"
+        for m in names
+    )
+    return (
+        "select inst_id, max(instance), count(*) filter (where scheduled_at >= :start), "
+        f"count(*) filter (where reset and scheduled_at >= :start), {cols} "
+        "from server_stats where series_id = any(:ids) and scheduled_at >= :before "
+        "and scheduled_at < :end group by 1 order by 1"
+    )
+
+
+def server_window(
+    conn: Connection, series_ids: list[int], start: datetime, end: datetime
+) -> ServerWindow:
+    """Mean and max of every summary metric per instance over [start, end), with the mean
+    of the equally long stretch just before for comparison (raw readings)."""
+    check_range(start, end)
+    before = start - (end - start)
+    out = ServerWindow(start, end, [], {}, {})
+    if not series_ids:
+        return out
+    params: dict[str, Any] = {"ids": series_ids, "start": start, "end": end, "before": before}
+    for row in conn.execute(text(_summary_sql(SUMMARY_METRICS)), params):
+        if not row[2]:
+            continue
+        inst = InstanceSummary(int(row[0]), row[1], int(row[2]), int(row[3]))
+        for i, name in enumerate(SUMMARY_METRICS):
+            mean, top, prior = row[4 + 3 * i], row[5 + 3 * i], row[6 + 3 * i]
+            if mean is not None or top is not None:
+                inst.metrics[name] = MetricSummary(
+                    _f(mean), _f(top), None if prior is None else float(prior)
+                )
+        out.instances.append(inst)
+    latest = conn.execute(
+        text(
+            "select unavailable from server_stats where series_id = any(:ids) "
+            "and scheduled_at >= :start and scheduled_at < :end "
+            "order by scheduled_at desc limit 1"
+        ),
+        params,
+    ).scalar_one_or_none()
+    out.unavailable.update(latest or {})
+    for name, rate, mean in conn.execute(
+        text(
+            "select c.key, r.key, avg(r.value::float8) from server_stats s "
+            "cross join lateral jsonb_each(coalesce(s.classes, '{}'::jsonb)) c "
+            "cross join lateral jsonb_each_text(c.value) r "
+            "where s.series_id = any(:ids) and s.scheduled_at >= :start "
+            "and s.scheduled_at < :end group by 1, 2 order by 1, 2"
+        ),
+        params,
+    ):
+        out.classes.setdefault(name, {})[rate] = round(float(mean), 4)
+    return out
+
+
+def _f(v: Any) -> float | None:
+    return None if v is None else float(v)
