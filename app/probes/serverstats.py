@@ -365,14 +365,14 @@ def _derive(
 
     logons, cm = delta("logons"), delta("cm_us")
     if logons is not None:
-        m["logons_per_s"] = round(logons / dt, 4)
+        m["logons_per_s"] = round(logons / dt, 6)
     if cm is not None:
         m["cm_s_per_s"] = round(cm / 1e6 / dt, 6)
         m["cm_ms_per_logon"] = round(cm / 1000 / logons, 4) if logons else None
     for key in POOL_COUNTERS:
         d = delta(f"pool_{key}")
         if d is not None:
-            m[f"pool_{key}_per_s"] = round(d / dt, 4)
+            m[f"pool_{key}_per_s"] = round(d / dt, 6)
     m["pool_hit_pct"] = _pct(delta("pool_hits"), delta("pool_requests"))
     m["pool_wait_pct"] = _pct(delta("pool_waits"), delta("pool_requests"))
     for kind in ("common", "dispatcher"):
@@ -395,10 +395,10 @@ def _derive(
         m["dispatcher_busy_max_pct"] = busiest
     classes = {
         name: {
-            f"{k}_per_s": round((v - prev.classes[name].get(k, 0.0)) / dt, 4)
+            f"{k}_per_s": round((v - prev.classes[name].get(k, 0.0)) / dt, 6)
             for k, v in vals.items()
         }
         for name, vals in snap.classes.items()
         if name in prev.classes
     }
-    return m, classes, False, round(dt, 3)
+    return m, classes, False, round(dt, 6)

@@ -115,8 +115,14 @@ def test_the_reference_example_in_the_docs_loads(tmp_path):
     from pathlib import Path
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "oraclesim.md").read_text()
+    from app.oraclesim.tls import make_pki
+
+    make_pki(tmp_path)  # server.pem / server.key, the files the example names beside it
     path = tmp_path / "example.yaml"
     path.write_text(doc.split("```yaml\n")[1].split("```")[0])
     cfg = SimConfig.from_yaml(path)
     assert cfg.users["ADAMS"].locked
+    assert cfg.tls is not None and cfg.tls.port == 2484
+    assert [i.name for i in cfg.instance_list()] == ["SALES1", "SALES2"]
+    assert cfg.users["CONNWATCH_MON"].grants == {"V$SYSSTAT", "GV$SYSSTAT", "V$INSTANCE"}
     assert cfg.services["FREEPDB1"].latency["dedicated"].phases["accept"].median_ms == 30

@@ -1,7 +1,7 @@
 """What the server saw: the serverstats probe's readings, raw and per hour.
 
 Revision ID: 0015
-Revises: 0005
+Revises: 0010
 Create Date: 2026-11-21
 
 ``server_stats``: one row per serverstats run and database instance (RAC: one per
@@ -27,7 +27,7 @@ from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
 revision: str = "0015"
-down_revision: str | None = "0005"
+down_revision: str | None = "0010"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
