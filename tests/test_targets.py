@@ -208,3 +208,21 @@ def test_prune_removes_what_the_file_does_not_name(engine: Engine, vault: Vault)
     assert names == ["sales-prod"]
     assert mode_names == ["shared"]
     assert probes == ["connping"]
+
+
+def test_a_mode_without_probes_is_probed_every_10_seconds(engine: Engine, vault: Vault) -> None:
+    # issue 11: the default went through the duration parser as a bare number (seconds)
+    doc = parse_targets(
+        "targets:\n  - {name: t, kind: postgres, dsn: 'h:5432/d', username: u, "
+        "modes: [{name: direct}, {name: unix, transport: unix, probes: [{probe: connping}]}]}\n",
+        "t.yaml",
+    )
+    assert [p.interval for m in doc.targets[0].modes for p in m.probes] == [10_000, 10_000]
+    example = load_targets_file(ROOT / "targets.example.yaml")
+    with engine.begin() as conn:
+        import_targets(conn, example, vault)
+        import_targets(conn, doc, vault)
+        intervals = conn.execute(select(series.c.interval_ms)).scalars().all()
+        exported = dump_yaml(export_targets(conn))
+    assert 10_000_000 not in intervals and max(intervals) <= 3_600_000, intervals
+    assert "10000s" not in exported and "interval: 10s" in exported

@@ -48,9 +48,12 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
 
+DEFAULT_INTERVAL_MS = 10_000  # a probe without an interval, or a mode without probes
+
+
 class ProbeEntry(_Strict):
     probe: Literal["connping", "sessionping", "poolacquire", "commit", "sweep", "serverstats"]
-    interval: Duration = Field(default=10_000, ge=100)
+    interval: Duration = Field(default=DEFAULT_INTERVAL_MS, ge=100)
     timeout: Duration | None = Field(default=None, gt=0)
     site: str = Field(default="default", pattern=_NAME)
     enabled: bool = True
@@ -81,7 +84,8 @@ class ModeEntry(_Strict):
     enabled: bool = True
     params: dict[str, Any] = Field(default_factory=dict)
     probes: list[ProbeEntry] = Field(
-        default_factory=lambda: [ProbeEntry(probe="connping", interval=10_000)]
+        # the interval given as a duration: a bare number would be read as seconds
+        default_factory=lambda: [ProbeEntry(probe="connping", interval="10s")]
     )
 
     @model_validator(mode="after")
