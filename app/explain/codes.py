@@ -119,6 +119,10 @@ ORA: dict[str, tuple[str, str]] = {
         "unable to allocate shared memory",
         "the shared pool or large pool is exhausted (shared server and DRCP use the large pool)",
     ),
+    "ORA-00600": (
+        "internal error in the Oracle server",
+        "a server bug: the alert log and trace file hold its arguments for a service request",
+    ),
     "ORA-12170": (
         "TNS: connect timeout occurred",
         "the host did not answer in time: firewall, routing or a host that is down",

@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 from fastapi.templating import Jinja2Templates
 
 from app import __version__
+from app.explain import explain
 from app.web.timerange import PRESETS, iso
 
 NAV: tuple[tuple[str, str], ...] = (
@@ -84,6 +85,16 @@ def _static_versions(static_dir: Path) -> dict[str, str]:
     return out
 
 
+def _explain_line(code: str | None) -> str:
+    found = explain(code)
+    return found.line() if found else ""
+
+
+def _explain_meaning(code: str | None) -> str:
+    found = explain(code)
+    return found.meaning if found else ""
+
+
 def make_templates(templates_dir: Path, static_dir: Path) -> Jinja2Templates:
     templates = Jinja2Templates(directory=str(templates_dir))
     env = templates.env
@@ -101,5 +112,7 @@ def make_templates(templates_dir: Path, static_dir: Path) -> Jinja2Templates:
         qs=query_string,
         plotly_url=PLOTLY_URL,
         static=lambda name: f"/static/{name}?v={versions.get(name, __version__)}",
+        explain_line=_explain_line,
+        explain_meaning=_explain_meaning,
     )
     return templates

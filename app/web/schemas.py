@@ -53,6 +53,10 @@ class OverviewRowOut(BaseModel):
     ping_p50_ms: float | None
     ping_p95_ms: float | None
     error_rate_15m: float | None
+    last_error_code: str | None = Field(
+        None, description="the newest failure's code in the last 15 minutes"
+    )
+    last_error_meaning: str | None = Field(None, description="what that code means")
     samples_15m: int
     last_sample_at: datetime | None
     spark_logon_p50_ms: list[float | None] = Field(

@@ -39,7 +39,7 @@ def test_overview_lists_every_target_mode_worst_first(client: TestClient, seeded
 def test_overview_shows_current_latencies(client: TestClient, seeded: Seeded) -> None:
     body = client.get("/", headers=HTML).text
     dedicated = next(r for r in body.split("<tr ")[1:] if ">sales<" in r and "dedicated" in r)
-    cells = [c.split("</td>")[0] for c in dedicated.split('<td class="num">')[1:5]]
+    cells = [c.split(">", 1)[1].split("</td>")[0] for c in dedicated.split('<td class="num"')[1:5]]
     logon_p50 = float(cells[0])
     assert 57 <= logon_p50 <= 63
 
@@ -99,10 +99,11 @@ def test_samples_page_has_a_probe_column_and_filter(client: TestClient, seeded: 
     res = client.get("/samples?target=sales&mode=dedicated&probe=sessionping&limit=20")
     assert res.status_code == 200
     body = res.text
-    assert '<th scope="col">Probe</th>' in body
+    assert '<th scope="col">Series</th>' in body  # target / mode and the probe's badge
     assert "<option selected>sessionping</option>" in body
     rows = body.split('<tr data-status="')[1:]
     assert len(rows) == 20
-    assert all("<td>sessionping</td>" in r and "<td>connping</td>" not in r for r in rows)
+    probe = '<span class="probe">{}</span>'
+    assert all(probe.format("sessionping") in r and "connping<" not in r for r in rows)
     every = client.get("/samples?target=sales&mode=dedicated&limit=200").text
-    assert "<td>connping</td>" in every and "<td>sessionping</td>" in every
+    assert probe.format("connping") in every and probe.format("sessionping") in every

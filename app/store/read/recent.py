@@ -1,8 +1,9 @@
 """What the last minutes look like per series, cheaply: for the overview and ``/metrics``.
 
 - :func:`activity`: per series, the newest sample's scheduled time and how many samples
-  (and how many ok / failed) were scheduled in the last 5 and 15 minutes: one count
-  over the raw samples of the last 15 minutes, no percentiles;
+  (and how many ok / failed) were scheduled in the last 5 and 15 minutes, and the code
+  of the newest failure: one count over the raw samples of the last 15 minutes, no
+  percentiles;
 - :func:`minute_points`: the stored 1-minute rollup rows of a range as chart points
   (exact per-minute percentiles, computed once by the rollup pass), so an hour's
   sparkline reads 60 rows per series instead of re-aggregating raw samples. A minute
@@ -30,6 +31,8 @@ class Activity:
     ok_5m: int
     n_15m: int  # ... in the last 15 minutes
     failed_15m: int  # error or timeout
+    last_code: str | None = None  # code of the newest failed sample of the 15 minutes
+    last_failed_at: datetime | None = None
 
 
 def activity(conn: Connection, series_ids: Sequence[int], now: datetime) -> dict[int, Activity]:
@@ -43,7 +46,10 @@ def activity(conn: Connection, series_ids: Sequence[int], now: datetime) -> dict
             "select series_id, max(scheduled_at), "
             "(count(*) filter (where scheduled_at >= :b5))::int, "
             "(count(*) filter (where scheduled_at >= :b5 and status = 'ok'))::int, "
-            "count(*)::int, (count(*) filter (where status in ('error', 'timeout')))::int "
+            "count(*)::int, (count(*) filter (where status in ('error', 'timeout')))::int, "
+            "(array_agg(coalesce(error_code, status) order by scheduled_at desc) "
+            "filter (where status in ('error', 'timeout')))[1], "
+            "max(scheduled_at) filter (where status in ('error', 'timeout')) "
             "from connwatch_samples(cast(:ids as integer[]), :b15, "
             ":now + interval '1 microsecond') group by series_id"
         ),
@@ -54,7 +60,7 @@ def activity(conn: Connection, series_ids: Sequence[int], now: datetime) -> dict
             "now": now,
         },
     ).all()
-    return {r[0]: Activity(r[1], r[2], r[3], r[4], r[5]) for r in rows}
+    return {r[0]: Activity(r[1], r[2], r[3], r[4], r[5], r[6], r[7]) for r in rows}
 
 
 def minute_points(

@@ -115,6 +115,8 @@ def api_overview(conn: ConnDep) -> OverviewOut:
                 ping_p50_ms=r.stats.ping_p50,
                 ping_p95_ms=r.stats.ping_p95,
                 error_rate_15m=r.error_rate,
+                last_error_code=r.stats.last_code,
+                last_error_meaning=r.meaning,
                 samples_15m=r.stats.n_15m,
                 last_sample_at=r.stats.last_at,
                 spark_logon_p50_ms=r.stats.spark,

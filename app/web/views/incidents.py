@@ -7,14 +7,16 @@ also returns those samples; the page shows them on demand).
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 from sqlalchemy.engine import Connection, Engine
 
+from app.explain import explain
 from app.samples import Sample
 from app.store.read.incidents import Outage, Spike, outages, spikes
+from app.store.read.recent import activity
 from app.web.views.lookups import TargetInfo
 
 SPIKE_CONTEXT = timedelta(minutes=5)
@@ -114,7 +116,11 @@ class OutageOut(BaseModel):
     end: datetime
     duration_s: float
     failed: int = Field(description="severity: failed runs in a row")
+    ongoing: bool = Field(
+        False, description="still running: the series' newest sample (now) is part of it"
+    )
     codes: dict[str, int]
+    meanings: dict[str, str] = Field(default_factory=dict, description="code -> what it means")
     source: str
     samples_from: datetime
     samples_to: datetime
@@ -202,6 +208,7 @@ def incidents(
         )
         for x in found_spikes
     ]
+    newest = activity(conn, list({x.series_id for x in found_outages}), datetime.now(UTC))
     out = [
         OutageOut(
             target=names[x.series_id].target,
@@ -212,7 +219,9 @@ def incidents(
             end=x.end,
             duration_s=(x.end - x.start).total_seconds(),
             failed=x.failed,
+            ongoing=x.series_id in newest and newest[x.series_id].last_at <= x.end,
             codes=x.codes,
+            meanings={c: f.meaning for c in x.codes if (f := explain(c))},
             source=x.source,
             samples_from=x.start - OUTAGE_CONTEXT,
             samples_to=x.end + OUTAGE_CONTEXT + timedelta(seconds=1),

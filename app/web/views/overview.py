@@ -6,7 +6,10 @@ series of the first of sessionping, commit, poolacquire it runs; kinds are never
 - ``stale``: no sample at all in the last ``STALE_AFTER`` intervals (at least 2 minutes);
 - ``down``: samples arrived in the last 5 minutes but none of them succeeded;
 - ``degraded``: some failed in the last 15 minutes (error rate above 0), or the current
-  logon p95 is above twice the median of the last hour's per-minute logon p50s;
+  logon p50 is more than twice the median of the last hour's per-minute logon p50s
+  and at least ``SLOWER_MS`` slower (like compared with like: a normal tail, p95
+  above twice the median, is not a degradation; a doubling from 1 to 2 ms is noise),
+  given at least ``BASELINE_MINUTES`` minutes of that hour;
 - ``ok`` otherwise. Disabled targets and modes are listed last as ``disabled``.
 
 Rows are sorted worst first: down, degraded, stale, ok, then by logon p95 descending.
@@ -17,11 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from app.explain import explain
 from app.web.palette import ModeStyle, mode_style
 from app.web.views.lookups import ModeInfo, TargetInfo
 
 STATE_ORDER = {"down": 0, "degraded": 1, "stale": 2, "ok": 3, "unknown": 4, "disabled": 5}
 STALE_AFTER = 3  # intervals without any sample
+SLOWER_FACTOR = 2.0  # "degraded": the current logon p50 above this times the hour's median
+SLOWER_MS = 10.0  # ... and at least this many ms above it
+BASELINE_MINUTES = 10  # ... with at least this many minutes of the hour to compare with
 # which probe's series speak for a mode: connping where the mode has one, else the first of
 # these it runs (a mode's logons from different probe kinds are never pooled)
 OVERVIEW_PROBES = ("connping", "sessionping", "commit", "poolacquire")
@@ -52,8 +59,10 @@ class ModeStats:
     ping_p50: float | None = None
     ping_p95: float | None = None
     baseline_logon_p50: float | None = None
+    baseline_minutes: int = 0
     spark: list[float | None] = field(default_factory=list)
-    codes: list[str] = field(default_factory=list)
+    last_code: str | None = None  # the newest failure's code (last 15 minutes)
+    last_failed_at: datetime | None = None
 
 
 @dataclass(slots=True)
@@ -68,6 +77,17 @@ class OverviewRow:
     stats: ModeStats
     interval_ms: int
     probe: str | None
+
+    @property
+    def explained(self) -> str | None:
+        """The newest failure's code and what it means (``ORA-01017: invalid ...``)."""
+        found = explain(self.stats.last_code)
+        return found.line() if found else None
+
+    @property
+    def meaning(self) -> str | None:
+        found = explain(self.stats.last_code)
+        return found.meaning if found else None
 
     @property
     def error_rate(self) -> float | None:
@@ -90,12 +110,18 @@ def classify(mode: ModeInfo, target: TargetInfo, s: ModeStats, now: datetime) ->
         return "down", "every sample of the last 5 minutes failed"
     if s.failed_15m > 0:
         return "degraded", f"{s.failed_15m} of {s.n_15m} samples failed in the last 15 minutes"
+    base = s.baseline_logon_p50
     if (
-        s.logon_p95 is not None
-        and s.baseline_logon_p50 is not None
-        and s.logon_p95 > 2 * s.baseline_logon_p50
+        s.logon_p50 is not None
+        and base is not None
+        and s.baseline_minutes >= BASELINE_MINUTES
+        and s.logon_p50 > SLOWER_FACTOR * base
+        and s.logon_p50 - base >= SLOWER_MS
     ):
-        return "degraded", "logon p95 is above twice the last hour's median"
+        return "degraded", (
+            f"logon p50 {s.logon_p50:.1f} ms is more than {SLOWER_FACTOR:g} times the last "
+            f"hour's median of {base:.1f} ms"
+        )
     return "ok", "all recent samples succeeded"
 
 

@@ -93,6 +93,10 @@ def overview_stats(
         s.ok_5m += a.ok_5m
         s.n_15m += a.n_15m
         s.failed_15m += a.failed_15m
+        if a.last_failed_at is not None and (
+            s.last_failed_at is None or a.last_failed_at > s.last_failed_at
+        ):
+            s.last_failed_at, s.last_code = a.last_failed_at, a.last_code
     for phase in ("logon", "ping"):
         cur = summary(conn, ids, now - timedelta(minutes=15), now, phase=phase)
         for mid, pts in _by_mode(cur.points, owner).items():
@@ -113,6 +117,7 @@ def overview_stats(
         s.spark = best
         known = sorted(v for v in best if v is not None)
         s.baseline_logon_p50 = known[len(known) // 2] if known else None
+        s.baseline_minutes = len(known)
     return stats
 
 
