@@ -150,6 +150,22 @@ class Settings(BaseSettings):
         le=3600,
         description="On SIGTERM, how long to wait for runs in flight and to replay the spool.",
     )
+    agent_wal: Literal["fsync", "write", "off"] = Field(
+        default="fsync",
+        description=(
+            "The agent's write-ahead log of measured samples: fsync (written at once, synced "
+            "to the disk right behind), write (survives a killed agent, not a power cut) or off."
+        ),
+    )
+    agent_wal_commit_ms: int = Field(
+        default=20,
+        ge=1,
+        le=90,
+        description=(
+            "Group commit of the write-ahead log: samples measured within this many ms "
+            "share one write; a sample is on disk this long (plus one write) after it ends."
+        ),
+    )
     oracle_client_lib_dir: Path | None = Field(
         default=None,
         description="Oracle Client library directory: enables thick mode (and IPC) when set.",

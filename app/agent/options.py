@@ -37,6 +37,10 @@ class AgentOptions:
     spool_warn_share: float = 0.8  # warn once the spool is this full
     memory_backlog_max: int = 200_000  # samples kept in memory when even the spool is full
     stop_grace_s: float = 10.0  # SIGTERM: wait this long for in-flight runs
+    # Write-ahead log (app.agent.output.wal): "fsync" (written, then fdatasync'ed behind),
+    # "write" (written to the OS: survives a killed agent, not a power cut), "off"
+    wal: str = "fsync"
+    wal_commit_s: float = 0.02  # group commit: samples of this long share one write
 
     @classmethod
     def from_settings(cls, settings: Settings) -> AgentOptions:
@@ -54,4 +58,6 @@ class AgentOptions:
             retry_s=settings.agent_retry_s,
             memory_backlog_max=settings.agent_memory_backlog_max,
             stop_grace_s=settings.agent_stop_grace_s,
+            wal=settings.agent_wal,
+            wal_commit_s=settings.agent_wal_commit_ms / 1000.0,
         )

@@ -36,6 +36,7 @@ from app.agent.coord import Coordinator, default_agent_name
 from app.agent.heap import HeapSettler
 from app.agent.options import AgentOptions
 from app.agent.output.spool import Spool
+from app.agent.output.wal import WriteAheadLog
 from app.agent.output.writer import Writer
 from app.agent.scheduling.limits import Limiter
 from app.agent.scheduling.scheduler import SeriesScheduler
@@ -75,7 +76,7 @@ class Agent:
             segment_bytes=self.opt.spool_segment_bytes,
             warn_share=self.opt.spool_warn_share,
         )
-        self.writer = Writer(engine, self.spool, self.opt)
+        self.writer = Writer(engine, self.spool, self.opt, wal=self._open_wal(settings))
         self.scheduler = SeriesScheduler(
             build=self.build_spec,
             submit=self.writer.submit,
@@ -94,6 +95,11 @@ class Agent:
         self._last_maint = 0.0
         self._store_error: str | None = None
         self.started = False
+
+    def _open_wal(self, settings: Settings) -> WriteAheadLog | None:
+        if self.opt.wal == "off":
+            return None
+        return WriteAheadLog(settings.data_dir / "wal", fsync=self.opt.wal == "fsync")
 
     # -- building probes --------------------------------------------------------
     def build_spec(self, row: SeriesRow) -> ProbeSpec:
@@ -193,6 +199,8 @@ class Agent:
             memory_backlog=w.backlog - self.spool.samples,
             queued=w.queued,
             written=w.written,
+            wal_pending=w.wal_pending,
+            wal_recovered=w.recovered,
             dropped=w.dropped,
             rejected=w.rejected,
             store_ok=w.store_ok,

@@ -22,6 +22,8 @@ Keys of ``agents.stats`` (every heartbeat, about once a second):
 ``written``            samples stored by this agent (duplicates excluded)
 ``dropped``            samples lost because spool and memory backlog were full (0!)
 ``rejected``           samples the store refused (kept in ``<spool>/rejected/``)
+``wal_pending``        samples in the write-ahead log not yet final (stored or spooled)
+``wal_recovered``      samples the write-ahead log replayed at start (a crash before)
 ``store_ok``           the last write to the store succeeded
 ``cpu_percent``        process CPU (user+system) over the last heartbeat period, percent
                        of one core

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 
 from app import __version__
+from app.agent.output.wal import WalLocked
 from app.config import Settings
 from app.credentials import SecretError
 from app.db import StoreError
@@ -343,7 +344,7 @@ def targets_list() -> None:
 def main() -> None:
     try:
         cli()  # standalone: click reports usage errors itself (exit 2)
-    except (CliError, StoreError, SecretError) as exc:
+    except (CliError, StoreError, SecretError, WalLocked) as exc:
         _error(str(exc))
         sys.exit(2)
     except TargetsFileError as exc:

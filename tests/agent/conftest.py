@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from app.config import Settings
 from app.demo.pgcluster import PgCluster
+from tests.agent.procs import AgentProcs
 from tests.fixtures.pg import temporary_cluster
 
 
@@ -31,6 +32,15 @@ def anyio_backend() -> str:
 def store(migrated_engine: Engine) -> Engine:
     """A fresh store (database migrated to head) on the shared cluster."""
     return migrated_engine
+
+
+@pytest.fixture
+def agents(tmp_path: Path) -> Iterator[AgentProcs]:
+    procs = AgentProcs(tmp_path)
+    try:
+        yield procs
+    finally:
+        procs.stop_all()
 
 
 @pytest.fixture

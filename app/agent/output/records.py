@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta
+from operator import attrgetter
 from typing import Any
 
 from app.samples import ErrorClass, Sample, SampleStatus
@@ -17,8 +18,12 @@ FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Sample))
 _TIME_FIELDS = ("scheduled_at", "started_at")
 
 
+_GET = attrgetter(*FIELDS)
+_EC = FIELDS.index("error_class")
+
+
 def _us(at: datetime) -> int:
-    d = at.astimezone(UTC) - _EPOCH
+    d = at - _EPOCH  # aware datetimes subtract in UTC whatever their zone
     return (d.days * 86_400 + d.seconds) * 1_000_000 + d.microseconds
 
 
@@ -28,16 +33,13 @@ def _from_us(us: int) -> datetime:
 
 def to_row(sample: Sample) -> list[Any]:
     """A compact JSON row: the Sample's fields in declaration order, times as epoch µs."""
-    row: list[Any] = [getattr(sample, name) for name in FIELDS]
-    row[1] = _us(sample.scheduled_at)
-    row[2] = _us(sample.started_at)
-    row[3] = str(sample.status)
-    if sample.error_class is not None:
-        row[FIELDS.index("error_class")] = str(sample.error_class)
+    row: list[Any] = list(_GET(sample))
+    row[1] = _us(row[1])
+    row[2] = _us(row[2])
+    row[3] = str(row[3])
+    if row[_EC] is not None:
+        row[_EC] = str(row[_EC])
     return row
-
-
-_EC = FIELDS.index("error_class")
 
 
 def from_row(row: list[Any]) -> Sample:

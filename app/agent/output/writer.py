@@ -1,7 +1,11 @@
 """The sample writer: batches to the store with COPY, or to the spool while it is away.
 
 One thread. Samples arrive through :meth:`Writer.submit` (any thread, never blocks,
-wakes the writer thread only when a batch opens or fills).
+wakes the writer thread only when a batch opens or fills). With a write-ahead log
+(:mod:`app.agent.output.wal`), ``submit`` hands the sample to the log's group-commit
+thread first, and the writer receives it only once it is on disk; each batch then
+tells the log when it is final (stored, spooled, rejected or dropped), which lets the
+log forget it. Samples the log held from before a crash are written first.
 A batch is written when it holds ``batch_max`` samples or its first sample has
 waited ``flush_s``; :func:`app.store.write.ingest.write_samples` stores it (COPY, then
 ``ON CONFLICT DO NOTHING``: idempotent) in one transaction.
@@ -28,6 +32,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 import psycopg
 from sqlalchemy import exc as sa_exc
@@ -35,6 +40,7 @@ from sqlalchemy.engine import Engine
 
 from app.agent.options import AgentOptions
 from app.agent.output.spool import Spool, SpoolFull, encode_frame
+from app.agent.output.wal import GroupCommit, WriteAheadLog
 from app.samples import Sample
 from app.store.write.ingest import write_samples
 
@@ -61,8 +67,27 @@ def store_unreachable(exc: BaseException) -> bool:
     return False
 
 
+@dataclass(eq=False, slots=True)
+class Batch:
+    """Samples taken from the intake together; ``end``: the write-ahead log's number
+    after the last of them (batches are final in any order; the log learns the prefix)."""
+
+    samples: list[Sample]
+    end: int = 0
+    final: bool = field(default=False)
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+
 class Writer:
-    def __init__(self, engine: Engine, spool: Spool, options: AgentOptions | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        spool: Spool,
+        options: AgentOptions | None = None,
+        wal: WriteAheadLog | None = None,
+    ) -> None:
         self.engine = engine
         self.spool = spool
         self.opt = options or AgentOptions()
@@ -72,13 +97,19 @@ class Writer:
         self._stopping = False
         self._batch_max = max(1, self.opt.batch_max)
         self._thread: threading.Thread | None = None
-        self._memory: deque[list[Sample]] = deque()
+        self._memory: deque[Batch] = deque()
         self._memory_count = 0
         self._last_attempt = 0.0
         self._pool = ThreadPoolExecutor(
             max(1, self.opt.write_threads), thread_name_prefix="connwatch-write"
         )
-        self._inflight: deque[tuple[Future[int], list[Sample]]] = deque()
+        self._inflight: deque[tuple[Future[int], Batch]] = deque()
+        self.wal = wal
+        self.log: GroupCommit | None = None
+        self._taken = 0  # the log's number of the next sample taken from the intake
+        self._open: deque[Batch] = deque()  # batches not yet known final, oldest first
+        self._recovered: list[Sample] = []
+        self.recovered = 0  # samples the log held from before the last stop
         self._lock = threading.Lock()
         # statistics (read by other threads; plain ints are safe to read)
         self.submitted = 0
@@ -94,6 +125,9 @@ class Writer:
     # -- public ---------------------------------------------------------------
     def submit(self, sample: Sample) -> None:
         self.submitted += 1
+        if self.log is not None:
+            self.log.submit(sample)
+            return
         q = self._in
         q.append(sample)
         n = len(q)
@@ -102,7 +136,22 @@ class Writer:
         if n == 1 or n == self._batch_max:
             self._wake.set()
 
+    def _accept(self, group: list[Sample]) -> None:
+        """Samples the write-ahead log made durable (its group-commit thread)."""
+        q = self._in
+        before = len(q)
+        q.extend(group)
+        n = len(q)
+        if before == 0 or before < self._batch_max <= n:
+            self._wake.set()
+
     def start(self) -> None:
+        if self.wal is not None:
+            self._recovered = self.wal.recover()
+            self.recovered = len(self._recovered)
+            self._taken = self.wal.next_seq
+            self.log = GroupCommit(self.wal, self._accept, self.opt.wal_commit_s)
+            self.log.start()
         self._thread = threading.Thread(target=self._run, name="connwatch-writer", daemon=True)
         self._thread.start()
 
@@ -110,14 +159,28 @@ class Writer:
         """Flush everything queued, then return (waits at most ``timeout`` seconds)."""
         if self._thread is None:
             return
+        if self.log is not None:
+            self.log.stop()  # commits and hands on what it holds
         self._stopping = True
         self._wake.set()
         self._thread.join(timeout)
+        alive = self._thread.is_alive()
         self._thread = None
+        if self.wal is not None and self.log is not None and not alive:
+            # every final sample is noted; what is not (store and spool both unusable)
+            # stays in the log for the next start
+            self.wal.checkpoint(self._taken if not self._open else self.log.final_upto)
+            self.wal.close(clean=not self._open)
 
     @property
     def queued(self) -> int:
-        return len(self._in)
+        """Samples taken but not yet in a batch (including those the log is committing)."""
+        return len(self._in) + (len(self.log._in) if self.log is not None else 0)
+
+    @property
+    def wal_pending(self) -> int:
+        """Samples in the write-ahead log not yet final (0 without a log)."""
+        return self.log.pending if self.log is not None else 0
 
     @property
     def backlog(self) -> int:
@@ -127,6 +190,9 @@ class Writer:
     # -- thread ---------------------------------------------------------------
     def _run(self) -> None:
         try:
+            if self._recovered:
+                recovered, self._recovered = self._recovered, []
+                self._deliver_batch(Batch(recovered, self._taken))
             self._replay(force=True)
             while True:
                 batch, stopping = self._collect()
@@ -139,6 +205,7 @@ class Writer:
             if late:
                 self._deliver(late)
             self._reap(keep=0)
+            self._reap(keep=0)
             self._replay(force=True, until=time.monotonic() + self.opt.stop_grace_s)
         except Exception:  # pragma: no cover - a bug; keep whatever we hold on disk
             log.exception("sample writer failed; spooling what is left")
@@ -146,6 +213,10 @@ class Writer:
         finally:
             self._pool.shutdown(wait=True)
             self.spool.close()
+
+    def _take(self, samples: list[Sample]) -> Batch:
+        self._taken += len(samples)
+        return Batch(samples, self._taken)
 
     def _collect(self) -> tuple[list[Sample], bool]:
         """The next batch: ``batch_max`` samples, or what came within ``flush_s`` of the
@@ -178,6 +249,16 @@ class Writer:
         with self.engine.begin() as conn:
             return write_samples(conn, batch)
 
+    def _final(self, batch: Batch) -> None:
+        """``batch`` is stored, spooled, rejected or dropped: tell the log how far every
+        sample is final (batches may finish out of order)."""
+        batch.final = True
+        upto = None
+        while self._open and self._open[0].final:
+            upto = self._open.popleft().end
+        if upto is not None and self.log is not None:
+            self.log.done(upto)
+
     def _count(self, batch: list[Sample], new: int) -> None:
         with self._lock:
             self.written += new
@@ -190,18 +271,22 @@ class Writer:
         self._count(batch, new)
         return new
 
-    def _deliver(self, batch: list[Sample]) -> None:
-        for i in range(0, len(batch), self.opt.batch_max):
-            part = batch[i : i + self.opt.batch_max]
-            if self.store_ok and self.spool.empty and not self._memory:
-                # Direct path: up to write_threads batches in flight, so encoding the
-                # next batch overlaps the server's work on the previous one.
-                self._reap(keep=self.opt.write_threads - 1)
-                if self.store_ok:
-                    self._inflight.append((self._pool.submit(self._store_counted, part), part))
-                    continue
-            self._reap(keep=0)
-            self._to_spool(part)
+    def _deliver(self, samples: list[Sample]) -> None:
+        for i in range(0, len(samples), self.opt.batch_max):
+            self._deliver_batch(self._take(samples[i : i + self.opt.batch_max]))
+
+    def _deliver_batch(self, part: Batch) -> None:
+        self._open.append(part)
+        if self.store_ok and self.spool.empty and not self._memory:
+            # Direct path: up to write_threads batches in flight, so encoding the
+            # next batch overlaps the server's work on the previous one.
+            self._reap(keep=self.opt.write_threads - 1)
+            if self.store_ok:
+                fut = self._pool.submit(self._store_counted, part.samples)
+                self._inflight.append((fut, part))
+                return
+        self._reap(keep=0)
+        self._to_spool(part)
 
     def _reap(self, keep: int) -> None:
         """Wait until at most ``keep`` batches are in flight, handling their outcome."""
@@ -212,8 +297,10 @@ class Writer:
             except Exception as exc:
                 if self._failed(exc, part):
                     self._to_spool(part)
+                    continue
+            self._final(part)
 
-    def _failed(self, exc: BaseException, batch: list[Sample]) -> bool:
+    def _failed(self, exc: BaseException, batch: Batch) -> bool:
         """Handle a failed write; True if the batch must be spooled (store away)."""
         reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
         self.last_error = reason[0] if reason else type(exc).__name__
@@ -227,7 +314,7 @@ class Writer:
             self.store_ok = False
             self._last_attempt = time.monotonic()
             return True
-        self._reject(batch, self.last_error)
+        self._reject(batch.samples, self.last_error)
         return False
 
     def _reject(self, batch: list[Sample], reason: str) -> None:
@@ -238,13 +325,13 @@ class Writer:
         self.rejected += len(batch)
         log.error("the store rejected %d samples (%s); kept in %s", len(batch), reason, path)
 
-    def _to_spool(self, batch: list[Sample]) -> None:
+    def _to_spool(self, batch: Batch) -> None:
         self._memory.append(batch)
         self._memory_count += len(batch)
         while self._memory:
             head = self._memory[0]
             try:
-                self.spool.append(head)
+                self.spool.append(head.samples)
             except SpoolFull as exc:
                 self._bound_memory(str(exc))
                 return
@@ -254,12 +341,14 @@ class Writer:
             self._memory.popleft()
             self._memory_count -= len(head)
             self.spooled += len(head)
+            self._final(head)
 
     def _bound_memory(self, why: str) -> None:
         while self._memory_count > self.opt.memory_backlog_max and self._memory:
             lost = self._memory.popleft()
             self._memory_count -= len(lost)
             self.dropped += len(lost)
+            self._final(lost)
             log.error("%s and the memory backlog is full: %d samples dropped", why, len(lost))
 
     def _replay(self, *, force: bool, until: float | None = None) -> None:
@@ -275,10 +364,11 @@ class Writer:
             n = self.spool.replay(self._replay_write, until=until)
             while self._memory:
                 head = self._memory[0]
-                self._replay_write(head)
+                self._replay_write(head.samples)
                 self._memory.popleft()
                 self._memory_count -= len(head)
                 n += len(head)
+                self._final(head)
         except Exception as exc:
             if store_unreachable(exc):
                 self.store_ok = False
@@ -305,6 +395,6 @@ class Writer:
         batch = self._drain()
         try:
             if batch:
-                self._to_spool(batch)
+                self._to_spool(self._take(batch))
         except Exception:
             log.exception("could not spool %d samples", len(batch))
