@@ -26,6 +26,9 @@ from app.credentials import SecretError
 from app.db import StoreError
 from app.targets.schema import TargetsFileError
 
+if __name__ == "__main__":  # `python -m app.cli.main`: one module object, so command modules that
+    sys.modules.setdefault("app.cli.main", sys.modules[__name__])  # import it share CliError
+
 cli = typer.Typer(
     name="connwatch",
     help="Continuous logon / round-trip latency monitoring for Oracle "
@@ -264,6 +267,17 @@ def import_connping(
     )
 
 
+def _register_alerting() -> None:
+    """``connwatch alerts ...`` and ``connwatch annotate`` (app/cli/alerts.py)."""
+    from app.cli.alerts import alerts_cli, annotate
+
+    cli.add_typer(alerts_cli, name="alerts")
+    cli.command("annotate")(annotate)
+
+
+_register_alerting()
+
+
 # --------------------------------------------------------------------------- targets
 
 
@@ -348,6 +362,14 @@ def main() -> None:
         _error(str(exc))
         sys.exit(2)
     except TargetsFileError as exc:
+        for line in exc.errors:
+            _error(line)
+        sys.exit(2)
+    except ValueError as exc:  # an alerting file: one line per problem, exit 2
+        from app.alerts.ascode import AlertsFileError
+
+        if not isinstance(exc, AlertsFileError):
+            raise
         for line in exc.errors:
             _error(line)
         sys.exit(2)
