@@ -352,6 +352,11 @@ def targets_list() -> None:
         typer.echo(f"{r.name:<24} {r.kind:<9} {r.modes:<36} {r.series:>6}  {r.dsn}{flag}")
 
 
+from app.cli.report import report_cli as _report_cli  # noqa: E402
+
+cli.add_typer(_report_cli, name="report")
+
+
 # --------------------------------------------------------------------------- entry point
 
 

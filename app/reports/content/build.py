@@ -18,6 +18,7 @@ from app.reports.content import change as wow
 from app.reports.content.comparison import compare_modes
 from app.reports.content.figures import ModeFigures, PeriodData, read_period
 from app.reports.content.incidents import read_incidents
+from app.reports.content.objectives import SloRow, read_objectives
 from app.reports.content.period import WEEK, Period, current_week, last_week
 from app.reports.content.scope import ModeScope, Scope, Selection, load_scope
 from app.reports.content.summary import DEFINITIONS, summarise
@@ -128,6 +129,7 @@ class ReportOut(BaseModel):
     trend_weeks: list[datetime]
     incidents: list[IncidentOut]
     comparisons: list[ComparisonOut]
+    slos: list[SloRow] = Field(description="each SLO in total (target empty) and per mode")
     link: str = Field(description="dashboard path of this report")
 
 
@@ -303,6 +305,7 @@ def build_report(
     comparisons = [
         cmp for _, ms in scope.targets() if (cmp := compare_modes(conn, ms, period)) is not None
     ]
+    slos = read_objectives(conn, scope, period)
     following = period.following(now)
     return ReportOut(
         kind=period.kind,
@@ -315,13 +318,14 @@ def build_report(
         selection=scope.selection.describe(),
         generated_at=now,
         definitions=DEFINITIONS,
-        summary=summarise(rows, period, incidents),
+        summary=summarise(rows, period, incidents, slos),
         rows=rows,
         no_samples=sorted(missing),
         errors=_errors(conn, scope, period),
         trend=trend_out,
         trend_weeks=weeks,
         incidents=incidents,
+        slos=slos,
         comparisons=[
             ComparisonOut(target=c.target, baseline=c.baseline, sentence=c.sentence)
             for c in comparisons

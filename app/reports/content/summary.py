@@ -10,6 +10,7 @@ from app.reports.content.period import Period
 
 if TYPE_CHECKING:
     from app.reports.content.build import IncidentOut, ReportRow
+    from app.reports.content.objectives import SloRow
 
 DEFINITIONS: dict[str, str] = {
     "period": "an ISO week, Monday 00:00 to Monday 00:00 UTC (or a calendar month, UTC); "
@@ -38,6 +39,12 @@ DEFINITIONS: dict[str, str] = {
     "from the weekly rollups; weeks without samples are gaps, never interpolated",
     "incidents": "outages are 3 or more failed runs in a row; spikes are hours whose logon "
     "p95 exceeded twice the median p95 of the same weekday and hour over the 4 weeks before",
+    "slo": "an objective such as '99.9 % of logons succeed within 250 ms' (SLOs are defined "
+    "with the alerts): attainment = good runs / runs that count, this period and month to "
+    "date; error budget left over the SLO's own window ending with the period (100 % "
+    "untouched, below 0 overspent); burn = (1 - attainment) / (1 - objective) over the "
+    "period, 1.0 spends exactly the budget. Skipped runs and failures the monitor caused "
+    "itself never count",
     "mode comparison": "median logon of each mode against the baseline mode (dedicated "
     "server for Oracle, direct for PostgreSQL) over the period, with a 95 % block-bootstrap "
     "interval; an interval that includes no difference is 'not a clear difference'",
@@ -49,7 +56,10 @@ def _names(rows: Sequence[ReportRow], fmt: str) -> str:
 
 
 def summarise(
-    rows: Sequence[ReportRow], period: Period, incidents: Sequence[IncidentOut] = ()
+    rows: Sequence[ReportRow],
+    period: Period,
+    incidents: Sequence[IncidentOut] = (),
+    slos: Sequence[SloRow] = (),
 ) -> list[str]:
     out: list[str] = []
     noun = period.noun
@@ -102,6 +112,19 @@ def summarise(
             f"than the {noun} before: "
             + _names(lower, "{r.target}/{r.mode} ({r.availability_change.change:+.2f} pts)")
             + "."
+        )
+    for s in slos:
+        if s.target or s.attainment_period is None:
+            continue
+        verdict = "met" if s.met_period else "missed"
+        budget = (
+            f"; error budget left over {s.window_days} days: {s.budget_left_pct:.0f} %"
+            if s.budget_left_pct is not None
+            else ""
+        )
+        out.append(
+            f"SLO {s.slo} ({s.objective:g} %): {s.attainment_period:.3f} % this {noun}, "
+            f"{verdict}{budget}."
         )
     outages = [i for i in incidents if i.kind == "outage"]
     spikes = [i for i in incidents if i.kind == "spike"]

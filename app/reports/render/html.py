@@ -55,9 +55,9 @@ def render_document(v: ReportView, paper: Paper = "A4") -> str:
     )
 
 
-def render_mail_html(v: ReportView) -> str:
-    return environment().get_template("report/mail.html").render(v=v)
-
-
-def render_mail_text(v: ReportView) -> str:
-    return environment().get_template("report/mail.txt").render(v=v)
+def render_mail(v: ReportView, **context: object) -> tuple[str, str]:
+    """(HTML, text) bodies of the report's e-mail: readable with images off (no images)."""
+    env = environment()
+    html = env.get_template("report/mail.html").render(v=v, **context)
+    text = env.get_template("report/mail.txt").render(v=v, **context)
+    return html, text

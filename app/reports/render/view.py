@@ -47,6 +47,45 @@ class ErrorView:
     meaning: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class SloView:
+    name: str
+    where: str
+    total: bool
+    objective: str
+    period: str
+    month: str
+    bad: str
+    budget: str
+    burn: str
+    cls: str  # "worse" when missed
+
+
+def _pct3(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3f} %"
+
+
+def _slos(r: ReportOut) -> tuple[list[SloView], list[str]]:
+    rows = []
+    meanings: dict[str, str] = {}
+    for s in r.slos:
+        meanings[s.slo] = f"{s.slo}: {s.meaning}"
+        rows.append(
+            SloView(
+                name=s.slo, where=f"{s.target}/{s.mode}" if s.target else "all its modes",
+                total=not s.target, objective=f"{s.objective:g} %",
+                period=_pct3(s.attainment_period) + ("" if s.met_period is None else
+                                                     " met" if s.met_period else " missed"),
+                month=_pct3(s.attainment_month), bad=f"{s.bad_period} of {s.total_period}",
+                budget="—" if s.budget_left_pct is None
+                else f"{s.budget_left_pct:.0f} % of {s.window_days} d",
+                burn="—" if s.burn_period is None else f"{s.burn_period:.2f}x",
+                cls="worse" if s.met_period is False else "",
+            )
+        )  # fmt: skip
+    return rows, list(meanings.values())
+
+
 @dataclass(slots=True)
 class ReportView:
     r: ReportOut
@@ -59,6 +98,8 @@ class ReportView:
     charts: list[TargetCharts] = field(default_factory=list)
     incidents: list[IncidentView] = field(default_factory=list)
     errors: list[ErrorView] = field(default_factory=list)
+    slos: list[SloView] = field(default_factory=list)
+    slo_meanings: list[str] = field(default_factory=list)
     generated_text: str = ""
     link: str = ""
 
@@ -142,6 +183,7 @@ def make_view(
     tz: str = "UTC",
 ) -> ReportView:
     zone = ZoneInfo(tz)
+    slos, slo_meanings = _slos(r)
     noun = "week" if r.kind == "week" else "month"
     label = f"Weekly report {r.week}" if r.kind == "week" else f"Monthly report {r.week}"
     span = (
@@ -170,6 +212,8 @@ def make_view(
             )
             for e in r.errors
         ],
+        slos=slos,
+        slo_meanings=slo_meanings,
         generated_text=fmt_time(r.generated_at, zone),
         link=base_url.rstrip("/") + r.link,
     )
