@@ -173,6 +173,10 @@ class Settings(BaseSettings):
     tns_admin: Path | None = Field(
         default=None, description="Directory with tnsnames.ora / sqlnet.ora for TNS aliases."
     )
+    reports_enabled: bool = Field(
+        default=True,
+        description="Send scheduled reports from this web process (one sender of all).",
+    )
     report_chromium: Path | None = Field(
         default=None,
         description="Chromium binary that prints report PDFs (default: chromium on PATH).",

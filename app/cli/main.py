@@ -135,6 +135,10 @@ def _run_web(settings: Settings, host: str | None, port: int | None, *, with_age
     check_port_free(host, port)
     engine = open_store(settings, migrate_to_head=True)
     app = create_app(engine)
+    if settings.reports_enabled:
+        from app.reports.delivery import runner
+
+        runner.attach(app, engine, settings)
     if with_agent:
         from app.agent import service
 

@@ -21,7 +21,17 @@ from app.credentials import Vault
 from app.web.deps import STATIC_DIR, TEMPLATES_DIR, EngineDep, get_engine
 from app.web.render import make_templates
 from app.web.routes import admin as pages_admin
-from app.web.routes import api, apidocs, errors, heatmap, metrics, pages, report, vendor
+from app.web.routes import (
+    api,
+    apidocs,
+    errors,
+    heatmap,
+    metrics,
+    pages,
+    report,
+    report_admin,
+    vendor,
+)
 from app.web.timerange import RangeError
 
 __all__ = ["create_app", "get_engine"]
@@ -134,6 +144,7 @@ def create_app(engine: Engine, *, vault: Vault | None = None) -> FastAPI:
     app.include_router(pages_admin.router)
     app.include_router(apidocs.router)
     app.include_router(report.router)
+    app.include_router(report_admin.router)
     app.include_router(heatmap.router)
     app.include_router(errors.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

@@ -76,6 +76,19 @@ def subject(rep: ReportOut, *, late: bool) -> str:
     return ("[late] " if late else "") + head + (": " + ", ".join(parts) if parts else "")
 
 
+def render_mail_preview(
+    conn: Connection, sub: Subscription, period: Period, *, now: datetime, base_url: str
+) -> str:
+    """The mail's HTML as it would be sent now (no PDF is rendered, nothing is stored)."""
+    rep = build_report(conn, period, sub.spec.selection(), now=now)
+    view = make_view(rep, base_url=base_url, tz=sub.spec.schedule.timezone)
+    html, _ = render_mail(
+        view, subject=subject(rep, late=False), late=False, due_text="", subscription=sub.name,
+        schedule=sub.spec.schedule.describe(),
+    )  # fmt: skip
+    return html
+
+
 def deliver(
     conn: Connection,
     sub: Subscription,
