@@ -1,7 +1,7 @@
 """Report subscriptions and the archive of every sent report.
 
 Revision ID: 0012
-Revises: 0009
+Revises: 0015
 Create Date: 2026-11-23
 
 See app/reports/delivery/tables.py (the same tables as SQLAlchemy Core) and docs/reports.md.
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "0012"
-down_revision: str | None = "0009"
+down_revision: str | None = "0015"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
