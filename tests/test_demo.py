@@ -2,8 +2,10 @@
 and `demo --history`'s loader on its own (no demo processes).
 
 A real subprocess with its own data directory: embedded PostgreSQL, two simulated
-Oracle databases, a local PostgreSQL (+ pgbouncer), the agent and the web. On SIGTERM
-everything it started must stop.
+Oracle databases, a local PostgreSQL (+ pgbouncer), the agent and the web. A second
+`connwatch demo` on the same port and data directory fails at once and changes nothing.
+On Ctrl-C (SIGINT to the process group, as a terminal sends it) everything it started
+must stop.
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ from sqlalchemy.engine import Engine
 
 from app.agent.scheduling.phase import phase_offset_ms
 from app.config import Settings
+from app.demo.pgbouncer import find_pgbouncer
 from app.demo.pgcluster import free_port
 from app.demo.run import (
     DemoOracle,
     DemoPostgres,
+    _port_or_free,
     demo_document,
     history_series,
     load_demo_targets,
@@ -72,10 +76,13 @@ def test_demo_fills_every_mode_within_60_seconds_and_stops_cleanly() -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=True,  # its own process group, as a shell gives a foreground job
     )
     wanted = {
         (db, mode) for db in ("sales-sim", "hr-sim") for mode in ("dedicated", "shared", "pooled")
     } | {("local-pg", "direct"), ("local-pg", "unix")}
+    if find_pgbouncer():  # the README promises both pooling modes when pgbouncer is installed
+        wanted |= {("local-pg", "pgbouncer_session"), ("local-pg", "pgbouncer_transaction")}
     seen: set[tuple[str, str]] = set()
     try:
         t0 = time.monotonic()
@@ -92,8 +99,9 @@ def test_demo_fills_every_mode_within_60_seconds_and_stops_cleanly() -> None:
                 }
             time.sleep(1)
         assert wanted <= seen, f"after 60 s only {sorted(seen)}"
+        _second_demo_changes_nothing(port, env)
     finally:
-        proc.send_signal(signal.SIGTERM)
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
         try:
             output, _ = proc.communicate(timeout=60)
         except subprocess.TimeoutExpired:
@@ -107,6 +115,45 @@ def test_demo_fills_every_mode_within_60_seconds_and_stops_cleanly() -> None:
         time.sleep(0.2)
     assert _processes_mentioning(str(data)) == []
     shutil.rmtree(base, ignore_errors=True)
+
+
+def _targets(port: int) -> object:
+    return _get(f"http://127.0.0.1:{port}/api/v1/targets")
+
+
+def _second_demo_changes_nothing(port: int, env: dict[str, str]) -> None:
+    before = _targets(port)
+    second = subprocess.run(
+        [sys.executable, "-m", "app.cli.main", "demo"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    said = second.stdout + second.stderr
+    assert second.returncode == 2, said
+    assert f"127.0.0.1:{port} is already in use" in said
+    lines = [ln for ln in said.splitlines() if ln.strip()]
+    assert len(lines) == 1, said  # one line: no simulators, no PostgreSQL log, no targets
+    assert _targets(port) == before  # the running demo's targets still point where they did
+
+
+def test_a_port_in_time_wait_is_still_the_preferred_port() -> None:
+    # a demo restarted right after Ctrl-C: its old listener's connections sit in TIME_WAIT
+    import socket
+
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        conn, _ = server.accept()
+        conn.close()  # the server side closes first: its end goes to TIME_WAIT
+        time.sleep(0.1)
+        client.close()
+    assert _port_or_free(port) == port
 
 
 def test_demo_history_backfills_every_demo_series_once(

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine
 
 from app import __version__
 from app.agent.output.wal import WalLocked
+from app.cli.errors import CliError
 from app.config import Settings
 from app.credentials import SecretError
 from app.db import StoreError
@@ -39,10 +40,6 @@ cli = typer.Typer(
 )
 targets_cli = typer.Typer(help="Targets as code: import, export and list.", no_args_is_help=True)
 cli.add_typer(targets_cli, name="targets")
-
-
-class CliError(Exception):
-    """An expected failure: printed as one line, exit status 2."""
 
 
 def _error(message: str) -> None:

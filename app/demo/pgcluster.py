@@ -89,8 +89,9 @@ class PgCluster:
         self.datadir.mkdir(parents=True, exist_ok=True)
         self.socket_dir.mkdir(parents=True, exist_ok=True)
         if self._as_root:
-            shutil.chown(self.datadir, _service_user(), _service_user())
-            shutil.chown(self.socket_dir, _service_user(), _service_user())
+            user, group = _service_user(), _service_group()
+            shutil.chown(self.datadir, user, group)
+            shutil.chown(self.socket_dir, user, group)
             _allow_traverse(self.datadir.parent)
         if (self.datadir / "pgdata" / "PG_VERSION").exists():
             return
@@ -128,8 +129,10 @@ class PgCluster:
             "start",
         )
         if res.returncode != 0:
-            log = (self.datadir / "server.log").read_text(errors="replace")[-2000:]
-            raise PgClusterError(f"pg_ctl start failed: {res.stderr.strip()}\n{log}")
+            raise PgClusterError(
+                f"pg_ctl start failed: {_last_fatal(self.datadir / 'server.log', res.stderr)} "
+                f"(log: {self.datadir / 'server.log'})"
+            )
 
     def stop(self, mode: str = "fast") -> None:
         self._run(
@@ -142,6 +145,16 @@ class PgCluster:
             "stop",
         )
 
+    def running_pid(self) -> int | None:
+        """The pid of a live server already using this data directory (None: none)."""
+        pidfile = self.datadir / "pgdata" / "postmaster.pid"
+        try:
+            pid = int(pidfile.read_text().split("\n", 1)[0])
+            os.kill(pid, 0)
+        except (OSError, ValueError):
+            return None
+        return pid
+
     def is_running(self) -> bool:
         res = self._run(str(self.bindir / "pg_ctl"), "-D", str(self.datadir / "pgdata"), "status")
         return res.returncode == 0
@@ -151,6 +164,19 @@ class PgCluster:
 
         with psycopg.connect(self.dsn(), autocommit=True) as conn:
             conn.execute(f'create database "{name}"')
+
+
+def _last_fatal(log: Path, stderr: str) -> str:
+    """One line saying why the server did not start: the log's last FATAL, or pg_ctl's."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        lines = []
+    fatal = [ln.split("FATAL:", 1)[1].strip() for ln in lines if "FATAL:" in ln]
+    if fatal:
+        return fatal[-1]
+    said = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    return said[-1] if said else "no reason given"
 
 
 def _allow_traverse(path: Path) -> None:
@@ -172,3 +198,11 @@ def _service_user() -> str:
         except KeyError:
             continue
     raise PgClusterError("running as root and no 'postgres' or 'nobody' account exists")
+
+
+def _service_group() -> str:
+    """The service account's own primary group (``nobody`` has ``nogroup`` on Debian)."""
+    import grp
+    import pwd
+
+    return grp.getgrgid(pwd.getpwnam(_service_user()).pw_gid).gr_name

@@ -55,7 +55,10 @@ class DemoPostgres:
 
 
 def _port_or_free(preferred: int) -> int:
+    """``preferred`` if it can be bound (SO_REUSEADDR, as servers bind: a port left in
+    TIME_WAIT by a demo stopped a moment ago is free), else a free port."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", preferred))
             return preferred
@@ -63,6 +66,25 @@ def _port_or_free(preferred: int) -> int:
             s.bind(("127.0.0.1", 0))
             port: int = s.getsockname()[1]
             return port
+
+
+def check_nothing_running(settings: Settings, host: str | None, port: int | None) -> None:
+    """Before anything starts: the dashboard's port is free and no other demo runs on this
+    data directory, so a second ``connwatch demo`` fails at once and changes nothing."""
+    from app.cli.errors import CliError
+    from app.cli.main import check_port_free
+    from app.demo.pgcluster import PgCluster, PgClusterError
+
+    check_port_free(host or settings.host, port or settings.port)
+    try:
+        pid = PgCluster(settings.data_dir / "demo-pg").running_pid()
+    except PgClusterError:
+        pid = None
+    if pid is not None:
+        raise CliError(
+            f"another connwatch demo is running on {settings.data_dir} (its local PostgreSQL "
+            f"is pid {pid}): stop it, or set CONNWATCH_DATA_DIR; nothing was started"
+        )
 
 
 def demo_document(oracles: list[DemoOracle], pg: DemoPostgres | None) -> dict[str, Any]:
@@ -152,7 +174,8 @@ def _simulators(oracles: list[DemoOracle]) -> Iterator[None]:
             sim = SimulatorThread(cfg, port=port).start()
             threads.append(sim)
             db.port = sim.port
-            typer.echo(f"  simulated Oracle '{db.name}' on 127.0.0.1:{db.port} (FREEPDB1)")
+            moved = "" if db.port == db.preferred_port else f" ({db.preferred_port} is in use)"
+            typer.echo(f"  simulated Oracle '{db.name}' on 127.0.0.1:{db.port} (FREEPDB1){moved}")
         yield
     finally:
         for sim in threads:
@@ -294,6 +317,7 @@ def load_history(
 def run(settings: Settings, *, host: str | None, port: int | None, history: bool) -> None:
     from app.cli.main import _run_web, open_store
 
+    check_nothing_running(settings, host, port)
     typer.echo("connwatch demo: starting")
     engine = open_store(settings, migrate_to_head=True)
     oracles = [DemoOracle("sales", "SALES1", 1521), DemoOracle("hr", "HR1", 1522)]

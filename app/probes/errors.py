@@ -29,6 +29,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import socket
 from dataclasses import dataclass
 
 import oracledb
@@ -41,7 +42,7 @@ MAX_MESSAGE = 500
 _SIMILAR_ORA = re.compile(r"\(Similar to ORA-(\d{5})\)")
 _ORA_125 = re.compile(r"\bORA-(12[0-9]{3})\b")
 _DPY = re.compile(r"\bDPY-(\d{4})\b")
-_ERRNO = re.compile(r"\[Errno (\d+)\]")
+_ERRNO = re.compile(r"\[Errno (-?\d+)\]")
 _PW_KV = re.compile(r"(?i)(password|passwd|pwd)\s*=\s*('[^']*'|\"[^\"]*\"|[^\s;)]+)")
 _USER_PW_AT = re.compile(r"(\b[\w$#.]+)/[^\s@/]+@")
 # libpq gives no SQLSTATE for a server's FATAL during connection start-up, only the
@@ -91,6 +92,19 @@ def sanitise(message: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
     return text
 
 
+# getaddrinfo's errors are negative numbers that errno does not name (socket.gaierror)
+_EAI = {
+    getattr(socket, n): n
+    for n in ("EAI_NONAME", "EAI_AGAIN", "EAI_FAIL", "EAI_NODATA", "EAI_SERVICE", "EAI_FAMILY")
+    if hasattr(socket, n)
+}
+
+
+def _errno_name(n: int) -> str:
+    """``ECONNREFUSED``, ``EAI_NONAME`` (-2: the host name does not resolve), or the number."""
+    return errno.errorcode.get(n) or _EAI.get(n) or str(n)
+
+
 def _os_code(exc: BaseException | None) -> str | None:
     """NET-<ERRNO> for an OSError anywhere in the cause chain."""
     seen = 0
@@ -98,7 +112,7 @@ def _os_code(exc: BaseException | None) -> str | None:
         if isinstance(exc, TimeoutError) and exc.errno is None:
             return "NET-ETIMEDOUT"
         if isinstance(exc, OSError) and exc.errno is not None:
-            return "NET-" + errno.errorcode.get(exc.errno, str(exc.errno))
+            return "NET-" + _errno_name(exc.errno)
         if isinstance(exc, OSError) and isinstance(exc, ConnectionError):
             return "NET-" + type(exc).__name__
         exc = exc.__cause__ or exc.__context__
@@ -123,7 +137,7 @@ def _classify_oracle(exc: oracledb.Error, text: str) -> tuple[ErrorClass, str]:
     if os_code is None and full_code == "DPY-6005":
         m = _ERRNO.search(text)
         if m:
-            os_code = "NET-" + errno.errorcode.get(int(m.group(1)), m.group(1))
+            os_code = "NET-" + _errno_name(int(m.group(1)))
     if os_code:
         return ErrorClass.NET, os_code
     if full_code == "DPY-6005":
@@ -146,6 +160,8 @@ def _classify_pg(exc: psycopg.Error, text: str) -> tuple[ErrorClass, str]:
         return ErrorClass.NET, "NET-" + _STRERROR[m.group(0)]
     if "timeout expired" in text:
         return ErrorClass.NET, "NET-ETIMEDOUT"
+    if "could not translate host name" in text:  # libpq's getaddrinfo failure
+        return ErrorClass.NET, "NET-EAI_AGAIN" if "temporary" in text.lower() else "NET-EAI_NONAME"
     for pattern, state in _PG_STARTUP_FATAL:
         if pattern.search(text):
             return ErrorClass.PG, f"PG-{state}"

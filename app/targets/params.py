@@ -231,3 +231,40 @@ def connection_param_errors(
         elif key in _STRINGS and (not isinstance(value, str) or not value):
             errors.append(f"parameter {key!r} must be a non-empty string, got {value!r}")
     return errors
+
+
+SERVER_TYPES = ("dedicated", "shared", "pooled")
+_EASY = re.compile(
+    r"^(?:tcps?://|//)?(?P<host>\[[^\]]*\]|[^:/?\[]*)(?::(?P<port>[^/?]*))?"
+    r"(?:/(?P<service>[^:/?]*)(?::(?P<stype>[^/?]*))?(?:/(?P<inst>[^?]*))?)?(?:\?.*)?$"
+)
+
+
+def easy_connect_error(connect: str, *, server_type_allowed: bool = True) -> str | None:
+    """What is wrong with an Oracle Easy Connect string, in words (None: nothing seen).
+
+    Only strings that look like Easy Connect (a ``:`` or ``/``) are checked: a tnsnames
+    alias or a ``(DESCRIPTION=...)`` descriptor is left to the driver. Catches what
+    python-oracledb would misreport: a port that is not a number (the driver then takes
+    the whole string for a tnsnames alias: "DPY-4027: no configuration directory") and a
+    server type other than dedicated, shared or pooled.
+    """
+    text = connect.strip()
+    if text.startswith("(") or (":" not in text and "/" not in text):
+        return None
+    m = _EASY.match(text)
+    if m is None or not m.group("host"):
+        return f"{text!r} is not host[:port][/service] (Easy Connect) nor a tnsnames alias"
+    port = m.group("port")
+    if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
+        return f"port {port!r} in {text!r} must be a number from 1 to 65535"
+    stype = m.group("stype")
+    if stype is not None:
+        if not server_type_allowed:
+            return (
+                f"{text!r} ends in ':{stype}': give the server type as the mode's kind "
+                f"({', '.join(SERVER_TYPES)}), not in the connect string"
+            )
+        if stype.lower() not in SERVER_TYPES:
+            return f"server type {stype!r} in {text!r} must be one of {', '.join(SERVER_TYPES)}"
+    return None

@@ -38,7 +38,12 @@ from pydantic import (
 
 from app.models import ORACLE_MODES, POSTGRES_MODES
 from app.targets.durations import Duration, format_duration_ms, parse_duration_ms
-from app.targets.params import ParamError, connection_param_errors, probe_params
+from app.targets.params import (
+    ParamError,
+    connection_param_errors,
+    easy_connect_error,
+    probe_params,
+)
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$"
 SERVERSTATS_INTERVAL_MS = 60_000
@@ -125,6 +130,9 @@ class TargetEntry(_Strict):
     def _check(self) -> TargetEntry:
         if self.password is not None and self.password_encrypted is not None:
             raise ValueError("give either password or password_encrypted, not both")
+        wrong = easy_connect_error(self.dsn, server_type_allowed=False)
+        if self.kind == "oracle" and wrong:
+            raise ValueError(f"dsn: {wrong}")
         allowed = ORACLE_MODES if self.kind == "oracle" else POSTGRES_MODES
         names: set[str] = set()
         for i, m in enumerate(self.modes):

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from app.demo.pgcluster import PgCluster
 from tests.fixtures.oraclesim import OracleSimHandle
 
@@ -142,13 +144,21 @@ def test_ctrl_c_prints_the_summary(pg_cluster: PgCluster) -> None:
         stderr=subprocess.PIPE,
         text=True,
         cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
     )
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
         assert CONNPING_LINE.match(first.rstrip("\n")), first
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            # say why before it dies: faulthandler (PYTHONFAULTHANDLER) prints every
+            # thread's stack on SIGABRT
+            proc.send_signal(signal.SIGABRT)
+            out, err = proc.communicate(timeout=30)
+            pytest.fail(f"no exit within 60 s of Ctrl-C; its threads:\n{err[-6000:]}")
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -202,10 +212,38 @@ def test_password_is_prompted_when_omitted() -> None:
         text=True,
         timeout=60,
         cwd=Path(__file__).resolve().parents[2],
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
     assert "Password for scott" in res.stderr
     assert res.returncode == 1 and "typed-secret" not in res.stderr + res.stdout
+    # read from a pipe: the first line, quietly (no GetPassWarning fragment)
+    assert "Warning" not in res.stderr and "echo" not in res.stderr, res.stderr
+
+
+def test_connect_string_mistakes_are_one_line_and_exit_2() -> None:
+    res = _run("connping", "-l", "scott/tiger@127.0.0.1:15x21/FREEPDB1", "--period=1")
+    assert res.returncode == 2
+    assert res.stderr.strip() == (
+        "connping: error: -l: port '15x21' in '127.0.0.1:15x21/FREEPDB1' must be a number "
+        "from 1 to 65535"
+    )
+    res = _run("connping", "-l", "scott/tiger@127.0.0.1:1521/FREEPDB1:drcp", "--period=1")
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
+    assert "must be one of dedicated, shared, pooled" in res.stderr
+    assert "DPY-" not in res.stderr
+
+
+def test_an_unresolvable_host_is_named_as_such() -> None:
+    res = _run("connping", "-l", "scott/tiger@no-such-host.invalid:1521/FREEPDB1", "--period=1")
+    assert res.returncode == 1
+    assert "NET-EAI_NONAME" in res.stderr and "NET--" not in res.stderr, res.stderr
+
+
+def test_a_period_without_a_successful_run_prints_no_nan() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = _run("ociping", "-l", f"scott/x@127.0.0.1:{port}/FREEPDB1", "--period=1")
+    assert "nan" not in res.stdout + res.stderr
 
 
 def test_sweep_table(pg_cluster: PgCluster) -> None:

@@ -61,3 +61,13 @@ def test_oracle_format_model() -> None:
     assert fmt.oracle_to_char(ts, fmt.DEFAULT_UTCFORMAT) == "2026.03.04.15:06:07.89"
     assert fmt.oracle_to_char(ts, "YYYY/MM/DD HH24:MI:SS") == "2026/03/04 15:06:07"
     assert fmt.oracle_to_char(ts, 'DD-MON-YY HH12.MI AM "x" FF') == "04-MAR-26 03.06 PM x 891234"
+
+
+def test_a_summary_without_runs_says_so_instead_of_nan() -> None:
+    from app.probes.adhoc import rwlformat as f
+
+    lines = f.connping_summary(f.Stat(), f.Stat(), f.Stat())
+    assert lines == [
+        f"{n}: no successful run to summarise" for n in ("connect", "ociping", "dualping")
+    ]
+    assert f.ociping_summary(f.Stat()) == "ociping: no successful run to summarise"

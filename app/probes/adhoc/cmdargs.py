@@ -22,6 +22,7 @@ import typer
 from app.probes.adhoc import rwlformat as fmt
 from app.probes.spec import Endpoint, OracleEndpoint, PgRoute, PostgresEndpoint, Purity
 from app.samples import Sample
+from app.targets.params import easy_connect_error
 
 
 class UsageError(Exception):
@@ -31,6 +32,17 @@ class UsageError(Exception):
 def fail(cmd: str, message: str, code: int = 2) -> typer.Exit:
     print(f"{cmd}: error: {message}", file=sys.stderr)
     return typer.Exit(code)
+
+
+def ask_for_password(prompt: str) -> str:
+    """A password typed at a terminal (not echoed), or the first line of a pipe: no
+    GetPassWarning when standard input is not a terminal."""
+    if sys.stdin is not None and sys.stdin.isatty():
+        return getpass.getpass(prompt)
+    print(prompt, end="", file=sys.stderr, flush=True)
+    line = sys.stdin.readline() if sys.stdin is not None else ""
+    print(file=sys.stderr)
+    return line.rstrip("\r\n")
 
 
 def parse_logon(
@@ -58,7 +70,7 @@ def parse_logon(
             ) from None
         password = d.pop("password", None)
         if password is None and ask_password:
-            password = getpass.getpass("Password: ")
+            password = ask_for_password("Password: ")
         user = str(d.pop("user", None) or getpass.getuser())
         try:
             port = int(d.pop("port", None) or 5432)
@@ -80,8 +92,11 @@ def parse_logon(
     user, slash, password = userpart.partition("/")
     if not user:
         raise UsageError("-l: missing user name before '/'")
+    wrong = easy_connect_error(connect)
+    if wrong:
+        raise UsageError(f"-l: {wrong}")
     if not slash:
-        password = getpass.getpass(f"Password for {user}: ")
+        password = ask_for_password(f"Password for {user}: ")
     try:
         pur = Purity(purity.lower()) if purity else Purity.DEFAULT
     except ValueError:

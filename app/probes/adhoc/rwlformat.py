@@ -153,6 +153,9 @@ def connping_line(
 def connping_summary(conn: Stat, oci: Stat, dual: Stat) -> list[str]:
     out = []
     for name, st in (("connect", conn), ("ociping", oci), ("dualping", dual)):
+        if st.n == 0:  # no successful run (a short --period, or every run failed): no nan
+            out.append(f"{name}: no successful run to summarise")
+            continue
         mean, sd, lo, hi = st.summary()
         out.append(f"{name} mean={mean:.2f}, stddev={sd:.2f}, min={lo:.2f}, max={hi:.2f}")
     return out
@@ -190,6 +193,8 @@ def ociping_line(ping_ms: float, t: TimeOpts, runsec: float, epoch: float, utc: 
 
 
 def ociping_summary(st: Stat) -> str:
+    if st.n == 0:
+        return "ociping: no successful run to summarise"
     mean, sd, lo, hi = st.summary()
     return f"ociping mean={mean:.3f}, stddev={sd:.3f}, min={lo:.3f}, max={hi:.3f}"
 
