@@ -21,7 +21,7 @@ from sqlalchemy.engine import Engine
 
 from app import __version__
 from app.agent.output.wal import WalLocked
-from app.cli.errors import CliError
+from app.cli.errors import CliError as CliError  # re-exported: commands import it from here
 from app.config import Settings
 from app.credentials import SecretError
 from app.db import StoreError
