@@ -19,19 +19,22 @@ import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
-from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from app.config import Settings
 from app.credentials import Vault
+from app.demo.history import (  # noqa: F401  (re-exported for callers of run)
+    HISTORY_DAYS,
+    HISTORY_RAW_DAYS,
+    history_series,
+    load_history,
+    load_history_in_background,
+)
 from app.targets.schema import TargetsFile, parse_targets
 from app.targets.sync import dump_yaml, import_targets
-
-if TYPE_CHECKING:
-    from app.store.write.synthetic import HistorySeries
 
 log = logging.getLogger(__name__)
 
@@ -229,91 +232,6 @@ def load_demo_targets(engine: Engine, settings: Settings, doc: TargetsFile) -> N
         import_targets(conn, doc, vault)
 
 
-# raw samples at each series' own interval for this many days; hour/day rollups for the year
-HISTORY_RAW_DAYS = 7
-HISTORY_DAYS = 365
-# synthetic history only: more instances than the simulator has, so the instance
-# breakdown of ``sales`` shows two lines (a two-node RAC's worth)
-HISTORY_INSTANCES = {"sales-sim": ("SALES1", "SALES2")}
-_HISTORY_FACTOR = {"sales-sim": 1.0, "hr-sim": 1.12}
-
-
-def history_series(engine: Engine) -> list[HistorySeries]:
-    """The enabled series of the demo's targets, described for the history generator."""
-    from app.agent.scheduling.phase import phase_offset_ms
-    from app.store.write.synthetic import HistorySeries
-
-    with engine.connect() as conn:
-        rows = conn.execute(
-            text(
-                "select s.id, s.probe, s.interval_ms, s.site, m.kind as mode, m.params, "
-                "t.name, t.kind, t.dsn from series s join modes m on m.id = s.mode_id "
-                "join targets t on t.id = m.target_id where s.enabled and m.enabled "
-                "and t.enabled and t.labels ->> 'demo' = 'true' order by s.id"
-            )
-        ).all()
-    out: list[HistorySeries] = []
-    for r in rows:
-        address, _, service = str(r.dsn).partition("/")
-        if r.kind == "oracle":
-            instances = HISTORY_INSTANCES.get(r.name, (f"{r.name.removesuffix('-sim')}1".upper(),))
-        else:  # what app.drivers.postgres reports: host (or socket directory) and port
-            host, _, port = address.rpartition(":")
-            instances = (f"{r.params.get('host', host)}:{r.params.get('port', port)}",)
-        out.append(
-            HistorySeries(
-                id=r.id,
-                probe=r.probe,
-                mode=r.mode,
-                target_kind=r.kind,
-                interval_ms=r.interval_ms,
-                offset_ms=phase_offset_ms(r.id, r.interval_ms),
-                factor=_HISTORY_FACTOR.get(r.name, 1.0),
-                instances=instances,
-                service=service.upper() if r.kind == "oracle" else service,
-                site=r.site,
-            )
-        )
-    return out
-
-
-def load_history(
-    engine: Engine,
-    settings: Settings,
-    *,
-    raw_days: int = HISTORY_RAW_DAYS,
-    days: int = HISTORY_DAYS,
-) -> None:
-    """A year of synthetic history for every enabled demo series, ending just before
-    its first live sample (or now); then the closed raw days are compacted.
-
-    Samples carry ``agent = 'synthetic'``. A series that already has older data is
-    left alone, so a second ``demo --history`` adds nothing.
-    """
-    import time
-
-    from app.store.write import synthetic
-    from app.store.write.packed import compact_pending
-
-    def say(msg: str) -> None:
-        hint = " (about 2 minutes on 2 cores)" if msg.startswith("backfilling") else ""
-        typer.echo(f"  synthetic history: {msg}{hint}")
-
-    t0 = time.perf_counter()
-    series = history_series(engine)
-    rep = synthetic.backfill(engine, series, raw_days=raw_days, rollup_days=days, progress=say)
-    if not rep.series_ids:
-        typer.echo("  synthetic history already loaded")
-        return
-    say(f"compacting the closed days older than {settings.compact_after_days} days")
-    packed = compact_pending(engine, after_days=settings.compact_after_days, max_days=raw_days)
-    typer.echo(
-        f"  synthetic history: {rep.raw_samples} raw samples (agent 'synthetic'), "
-        f"{rep.rollup_rows} older rollup rows, {len(packed)} days packed, "
-        f"{time.perf_counter() - t0:.0f} s in all"
-    )
-
-
 def run(settings: Settings, *, host: str | None, port: int | None, history: bool) -> None:
     from app.cli.main import _run_web, open_store
 
@@ -326,7 +244,6 @@ def run(settings: Settings, *, host: str | None, port: int | None, history: bool
         doc = parse_targets(dump_yaml(raw), "<demo targets>")
         load_demo_targets(engine, settings, doc)
         typer.echo(f"  {len(doc.targets)} demo targets loaded")
-        if history:
-            load_history(engine, settings)
-        engine.dispose()
+        if history:  # behind the dashboard: it starts now, the history loads meanwhile
+            load_history_in_background(engine, settings)
         _run_web(settings, host, port, with_agent=True)

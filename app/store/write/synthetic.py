@@ -560,6 +560,9 @@ class HistorySeries:
     instances: tuple[str, ...] = ("ORCL1",)
     service: str | None = None
     site: str = "default"
+    # phase -> median ms measured live ("logon", "ping", ...): the history is drawn around
+    # these instead of the built-in shape, so it meets the live samples without a step
+    medians_ms: tuple[tuple[str, float], ...] = ()
 
     @property
     def errors(self) -> tuple[tuple[int, str, str, str, str], ...]:
@@ -620,7 +623,12 @@ def _simulate_series_day(s: HistorySeries, day: date, seed: int) -> _SeriesDay:
     load = business * (weekday * walk)
     oracle = s.target_kind == "oracle"
     ms: dict[str, npt.NDArray[np.float64]] = {}
+    live = dict(s.medians_ms)
     for p in PROBE_PHASES[s.probe]:
+        if p in live:  # measured: the spread is the built-in one, the level the live one
+            sigma = 0.15 if p == "logon" else 0.3
+            ms[p] = live[p] * load * rng.lognormal(0.0, sigma, slots)
+            continue
         if p == "logon":
             med = (MODE_MEDIAN_MS if oracle else PG_LOGON_MEDIAN_MS)[s.mode] * s.factor
             ms[p] = med * load * rng.lognormal(0.0, 0.15, slots)
