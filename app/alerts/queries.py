@@ -173,3 +173,49 @@ def firing_counts(conn: Connection) -> dict[tuple[str, str], int]:
         )
     ).all()
     return {(str(a), str(b)): int(n) for a, b, n in rows}
+
+
+def prometheus_text(conn: Connection) -> str:
+    """``ALERTS`` and ``ALERTS_FOR_STATE`` as Prometheus itself exports them (one sample per
+    pending or firing instance: ``alertname`` = the rule, ``alertstate``, ``severity`` and the
+    instance's labels), plus the outbox per status (``connwatch_notifications``)."""
+    from app.store.read.agents import label_value
+
+    rows = conn.execute(
+        text(
+            "select r.name, r.severity, i.state, i.labels, coalesce(i.active_since, "
+            "i.state_since) from alert_instances i join alert_rules r on r.id = i.rule_id "
+            "where i.state in ('pending', 'firing') order by r.name, i.fingerprint"
+        )
+    ).all()
+    out = []
+    if rows:
+        out += [
+            "# HELP ALERTS Alert instances that are pending or firing (Prometheus convention)",
+            "# TYPE ALERTS gauge",
+        ]
+        fors = []
+        for name, severity, state, labels, since in rows:
+            lab = {"alertname": name, "alertstate": state, "severity": severity}
+            order = {"target": 0, "mode": 1, "probe": 2, "site": 3}
+            for k in sorted(labels, key=lambda k: (order.get(k, 9), k)):
+                lab.setdefault(str(k), str(labels[k]))
+            body = ",".join(f'{k}="{label_value(v)}"' for k, v in lab.items())
+            out.append(f"ALERTS{{{body}}} 1")
+            lab.pop("alertstate")
+            body = ",".join(f'{k}="{label_value(v)}"' for k, v in lab.items())
+            fors.append(f"ALERTS_FOR_STATE{{{body}}} {int(since.timestamp())}")
+        out += [
+            "# HELP ALERTS_FOR_STATE Unix time the alert's condition started holding",
+            "# TYPE ALERTS_FOR_STATE gauge",
+            *fors,
+        ]
+    counts = conn.execute(text("select status, count(*) from notify_outbox group by 1")).all()
+    out += [
+        "# HELP connwatch_notifications Notifications in the outbox by status",
+        "# TYPE connwatch_notifications gauge",
+    ]
+    have = {str(s): int(n) for s, n in counts}
+    for status in ("pending", "delivered", "failed", "cancelled"):
+        out.append(f'connwatch_notifications{{status="{status}"}} {have.get(status, 0)}')
+    return "\n".join(out) + "\n"

@@ -14,6 +14,10 @@ store's query functions:
   store's merged log-bucket histograms of the same series (:func:`app.store.read.window_histograms`,
   one query over the 1-minute rollups).
 
+Alerts (app/alerts/queries.py): ``ALERTS{alertname, alertstate, severity, target, mode,
+probe, ...}`` 1 per pending or firing instance and ``ALERTS_FOR_STATE`` (when its condition
+started), as Prometheus exports its own; ``connwatch_notifications{status}``.
+
 Every value comes from the overview's data plus that one query: the cost does not grow
 with a store call per target. Each mode is read from one probe kind (connping where it
 has one), as on the overview.
@@ -27,6 +31,7 @@ from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 from sqlalchemy.engine import Connection
 
+from app.alerts.queries import prometheus_text as alerts_text
 from app.store.read.agents import agent_status, label_value, number, prometheus_text
 from app.store.read.window_histograms import Histogram, histograms
 from app.web.deps import ConnDep
@@ -112,7 +117,7 @@ def prometheus(conn: ConnDep) -> PlainTextResponse:
     logon_histograms(
         out, conn, targets, {(r.target, r.mode) for r in rows if r.state != "disabled"}, now
     )
-    body = out.text() + prometheus_text(agent_status(conn, now=now))
+    body = out.text() + prometheus_text(agent_status(conn, now=now)) + alerts_text(conn)
     return PlainTextResponse(body, media_type=CONTENT_TYPE)
 
 
