@@ -2,8 +2,9 @@
 
 1. **Read** (one read-only transaction): enabled rules, the series catalog, the stored
    (non-normal) instances, active silences, open maintenance windows; every rule's
-   observations (:mod:`app.alerts.engine.observe`; each rule in a savepoint, so a rule
-   whose evaluation fails is recorded as ``error`` and the others go on).
+   observations (:mod:`app.alerts.engine.observe`; a rule
+   whose evaluation fails is recorded as ``error`` and the others go on: the read
+   transaction is rolled back and the next rule reads in a new one).
 2. **Judge** in memory: the state machine per instance, silences and windows, what the
    contacts are owed.
 3. **Write** in one transaction that starts by checking the lease (holder and epoch,
@@ -89,6 +90,9 @@ class Evaluator:
         self.lease = lease
         self.base_url = base_url.rstrip("/")
         self._am_pushed: dict[int, datetime] = {}
+        # units per rule, rebuilt only when the rule or the series catalog changes
+        self._units: dict[int, tuple[Any, list[Any]]] = {}
+        self._catalog_key = 0
 
     # -- the cycle ------------------------------------------------------------------------
     def run_cycle(self, now: datetime | None = None) -> CycleReport:
@@ -99,6 +103,7 @@ class Evaluator:
         with self.engine.connect() as conn:
             rules = list_rules(conn, enabled_only=True)
             series = catalog(conn)
+            self._catalog_key = hash(tuple(series))
             stored = load_instances(conn)
             silences = active_silences(conn, now)
             windows = open_windows(list_windows(conn, enabled_only=True), now)
@@ -107,10 +112,12 @@ class Evaluator:
             report.rules = len(rules)
             for rule in rules:
                 obs = self._observe(conn, observer, rule, series, stored.get(rule.id, {}), now)
-                report.instances += len(obs)
+                if rule.spec.kind == "agent":
+                    report.instances += len(obs)
                 report.errors += sum(1 for o in obs if o.error is not None)
                 self._judge(rule, obs, stored.get(rule.id, {}), silences, windows, now, plan)
                 self._notify(rule, plan, stored.get(rule.id, {}), contacts, now)
+            report.instances += observer.evaluated
             conn.rollback()
         t1 = time.perf_counter_ns()
         with self.engine.begin() as conn:
@@ -126,6 +133,15 @@ class Evaluator:
         ]
         return report
 
+    def _units_of(self, rule: Rule, series: list[SeriesRef]) -> list[Any]:
+        key = (rule.spec.model_dump_json(), self._catalog_key)
+        hit = self._units.get(rule.id)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        units = units_of(rule.spec, rule.spec.selector.select(series))
+        self._units[rule.id] = (key, units)
+        return units
+
     def _observe(
         self,
         conn: Connection,
@@ -137,12 +153,15 @@ class Evaluator:
     ) -> list[Obs]:
         spec = rule.spec
         try:
-            with conn.begin_nested():
-                if spec.kind == "agent":
-                    return agent_observations(now, spec.after, agent_heartbeats(conn))
-                units = units_of(spec, spec.selector.select(series))
-                return observer.observe(spec, units) if units else []
+            if spec.kind == "agent":
+                return agent_observations(now, spec.after, agent_heartbeats(conn))
+            units = self._units_of(rule, series)
+            observer.stored = stored.keys()  # type: ignore[assignment]
+            return observer.observe(spec, units) if units else []
         except Exception as exc:
+            # reads only: a failed statement ends the read transaction; the next rule's
+            # first query starts a new one (cheaper than a savepoint around every rule)
+            conn.rollback()
             reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:300]
             log.warning("alert rule %s: evaluation failed: %s", spec.name, reason)
             from app.alerts.engine.observe import Unit

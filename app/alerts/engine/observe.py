@@ -80,6 +80,10 @@ class Observer:
         self.conn = conn
         self.now = now
         self._cache: dict[tuple[Any, ...], Any] = {}
+        # fingerprints of the rule being observed that are stored (not normal): a unit
+        # that is normal now and not stored needs no observation object at all
+        self.stored: set[str] | frozenset[str] = frozenset()
+        self.evaluated = 0  # units looked at, including the skipped normal ones
 
     def _per_series(
         self, key: tuple[Any, ...], ids: Sequence[int], fetch: Callable[[list[int]], dict[int, Any]]
@@ -95,6 +99,7 @@ class Observer:
         return have
 
     def observe(self, spec: RuleSpec, units: list[Unit]) -> list[Obs]:
+        self.evaluated += len(units)
         kind = spec.kind
         if kind == "latency" or kind == "baseline":
             return self._latency(spec, units)
@@ -148,6 +153,8 @@ class Observer:
             )
         window = format_duration_ms(spec.window)
         out = []
+        stored, fast = self.stored, spec.kind == "latency" and spec.sites_required is None
+        thr, pct, least = spec.threshold_ms or 0.0, spec.percentile, spec.min_samples
         for i, u in enumerate(units):
             if spec.sites_required is not None:
                 out.append(
@@ -155,6 +162,14 @@ class Observer:
                 )
                 continue
             lat = per_s.get(u.series[0].series_id) if len(u.series) == 1 else pooled.get(i)
+            if (
+                fast
+                and lat is not None
+                and lat.count >= least
+                and lat.get(pct) <= thr
+                and u.key not in stored
+            ):
+                continue  # normal and not stored: nothing to record (the common case)
             obs = Obs(u)
             if lat is None or lat.count < spec.min_samples:
                 obs.nodata = True
