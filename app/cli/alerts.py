@@ -14,7 +14,8 @@ from typing import Annotated
 
 import typer
 
-from app.cli.main import CliError, load_settings, open_store
+from app.cli.errors import CliError
+from app.cli.main import load_settings, open_store
 
 alerts_cli = typer.Typer(
     help="Alerting: rules, contact points, SLOs, silences and maintenance windows as code; "
