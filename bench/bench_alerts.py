@@ -126,7 +126,7 @@ def _samples(engine: Engine, ids: list[int], now: datetime, slow: set[int]) -> N
 
 
 def _time_cycles(ev: Evaluator, now: datetime, n: int = 5) -> dict[str, float]:
-    ev.run_cycle(now)  # warm-up (and the first transitions)
+    first = ev.run_cycle(now)  # the first cycle: units built, the first transitions
     runs = []
     for k in range(n):
         r = ev.run_cycle(now + timedelta(seconds=k + 1))
@@ -135,6 +135,8 @@ def _time_cycles(ev: Evaluator, now: datetime, n: int = 5) -> dict[str, float]:
         )
     med = sorted(runs)[len(runs) // 2]
     return {
+        "first_cycle_ms": round(first.read_ms + first.write_ms, 1),
+        "first_transitions": len(first.transitions),
         "cycle_ms": med[0],
         "read_ms": med[1],
         "write_ms": med[2],

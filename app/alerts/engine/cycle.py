@@ -110,6 +110,7 @@ class Evaluator:
             contacts = contact_ids(conn)
             observer = Observer(conn, now)
             report.rules = len(rules)
+            self._prefetch(conn, observer, rules, series)
             for rule in rules:
                 obs = self._observe(conn, observer, rule, series, stored.get(rule.id, {}), now)
                 if rule.spec.kind == "agent":
@@ -141,6 +142,17 @@ class Evaluator:
         units = units_of(rule.spec, rule.spec.selector.select(series))
         self._units[rule.id] = (key, units)
         return units
+
+    def _prefetch(
+        self, conn: Connection, observer: Observer, rules: list[Rule], series: list[SeriesRef]
+    ) -> None:
+        """One query per shared figure for every rule (a failure here is retried per rule)."""
+        try:
+            work = [(r.spec, self._units_of(r, series)) for r in rules if r.spec.kind != "agent"]
+            observer.prefetch([(spec, units) for spec, units in work if units])
+        except Exception as exc:
+            conn.rollback()
+            log.debug("alerts: prefetch failed, reading rule by rule: %s", exc)
 
     def _observe(
         self,

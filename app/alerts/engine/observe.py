@@ -113,20 +113,59 @@ class Observer:
             return self._compare(spec, units)
         raise ValueError(f"rule kind {kind!r} is observed elsewhere")
 
+    # -- what a rule reads: keys shared by rules, fetched for all of them at once --------
+    def _need(
+        self, spec: RuleSpec, units: list[Unit]
+    ) -> tuple[tuple[Any, ...], Callable[[list[int]], dict[int, Any]]] | None:
+        """The per-series figure a rule reads: its cache key and how to fetch it."""
+        now = self.now
+        if spec.kind in ("latency", "baseline"):
+            start, phase = now - timedelta(milliseconds=spec.window), spec.phase
+            return ("lat", phase, spec.window), lambda ids: data.latency(
+                self.conn, {i: -1 for i in ids}, start, now, phase
+            )[0]
+        if spec.kind == "availability" and spec.m is not None and spec.n is not None:
+            longest = max((s.interval_ms for u in units for s in u.series), default=10_000)
+            lookback, n = _round_up(longest * spec.n * 2 + 120_000), spec.n
+            return ("runs", n, lookback), lambda ids: data.last_runs(
+                self.conn, ids, n, lookback, now
+            )
+        if spec.kind == "availability":
+            a = now - timedelta(milliseconds=spec.window)
+            return ("fail", spec.window), lambda ids: data.failures(self.conn, ids, a, now)
+        if spec.kind == "nodata":
+            longest = max((s.interval_ms for u in units for s in u.series), default=10_000)
+            lookback = _round_up(max(longest * spec.intervals * 4, 600_000))
+            return ("newest", lookback), lambda ids: data.newest_sample(
+                self.conn, ids, lookback, now
+            )
+        return None
+
+    def prefetch(self, work: list[tuple[RuleSpec, list[Unit]]]) -> None:
+        """Read every rule's per-series figures with one query per key (not per rule)."""
+        wanted: dict[tuple[Any, ...], tuple[set[int], Callable[[list[int]], dict[int, Any]]]] = {}
+        for spec, units in work:
+            need = self._need(spec, units)
+            if need is not None:
+                key, fetch = need
+                ids, _ = wanted.setdefault(key, (set(), fetch))
+                ids.update(s.series_id for u in units for s in u.series)
+        for key, (ids, fetch) in wanted.items():
+            self._per_series(key, sorted(ids), fetch)
+
+    def _figures(self, spec: RuleSpec, units: list[Unit]) -> dict[int, Any]:
+        need = self._need(spec, units)
+        assert need is not None
+        ids = [s.series_id for u in units for s in u.series]
+        return self._per_series(need[0], ids, need[1])
+
     # -- latency and baseline -----------------------------------------------------------
     def _latency_data(
         self, spec: RuleSpec, units: list[Unit]
     ) -> tuple[dict[int, Any], dict[int, Any]]:
         """(per series, per multi-series unit index) latency over the rule's window."""
         start = self.now - timedelta(milliseconds=spec.window)
-        ids = [s.series_id for u in units for s in u.series]
-        per_s = self._per_series(
-            ("lat", spec.phase, spec.window),
-            ids,
-            lambda todo: data.latency(
-                self.conn, {i: -1 for i in todo}, start, self.now, spec.phase
-            )[0],
-        )
+        per_s = self._figures(spec, units)
         pooled: dict[int, Any] = {}
         multi = [i for i, u in enumerate(units) if len(u.series) > 1]
         if multi and spec.sites_required is None:
@@ -237,26 +276,13 @@ class Observer:
 
     # -- availability --------------------------------------------------------------------
     def _availability(self, spec: RuleSpec, units: list[Unit]) -> list[Obs]:
-        ids = sorted({s.series_id for u in units for s in u.series})
         out = []
         if spec.m is not None and spec.n is not None:
-            longest = max((s.interval_ms for u in units for s in u.series), default=10_000)
-            lookback = timedelta(milliseconds=longest * spec.n * 2 + 120_000)
-            n = spec.n
-            runs = self._per_series(
-                ("runs", n, lookback),
-                ids,
-                lambda todo: data.last_runs(self.conn, todo, n, lookback, self.now),
-            )
+            runs = self._figures(spec, units)
             for u in units:
                 out.append(self._m_of_n(spec, u, runs))
             return out
-        window = timedelta(milliseconds=spec.window)
-        per = self._per_series(
-            ("fail", spec.window),
-            ids,
-            lambda todo: data.failures(self.conn, todo, self.now - window, self.now),
-        )
+        per = self._figures(spec, units)
         assert spec.error_rate_pct is not None
         clear_pct = spec.clear_rate_pct if spec.clear_rate_pct is not None else spec.error_rate_pct
         for u in units:
@@ -358,10 +384,9 @@ class Observer:
 
     # -- no data --------------------------------------------------------------------------
     def _nodata(self, spec: RuleSpec, units: list[Unit]) -> list[Obs]:
-        ids = sorted({s.series_id for u in units for s in u.series})
+        newest = self._figures(spec, units)
         longest = max((s.interval_ms for u in units for s in u.series), default=10_000)
-        lookback = timedelta(milliseconds=max(longest * spec.intervals * 4, 600_000))
-        newest = data.newest_sample(self.conn, ids, lookback, self.now)
+        lookback = _round_up(max(longest * spec.intervals * 4, 600_000))
         out = []
         for u in units:
             stale: list[str] = []
@@ -505,6 +530,14 @@ class Observer:
             )
             out.append(obs)
         return out
+
+
+def _round_up(ms: int) -> timedelta:
+    """A look-back rounded up to 5 min x a power of two, so rules share their queries."""
+    step = 300_000
+    while step < ms:
+        step *= 2
+    return timedelta(milliseconds=step)
 
 
 def _codes(codes: dict[str, int]) -> str:
