@@ -377,6 +377,8 @@ def main() -> None:
     args = ap.parse_args()
     parts = args.only or ["sessionping", "connping", "writer"]
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if os.environ.get("CW_BENCH_DEBUG"):
+        logging.getLogger("app.agent.scheduling.overload").setLevel(logging.DEBUG)
     tmp = Path(tempfile.mkdtemp(prefix="connwatch-bench-agent-"))
     tmp.chmod(0o755)
     cluster = PgCluster(tmp / "pg")
@@ -385,7 +387,9 @@ def main() -> None:
     results: list[dict[str, Any]] = []
     try:
         if "sessionping" in parts or "connping" in parts:
-            with SimulatorProcess(no_latency=True) as sim:
+            sim_cfg = tmp / "sim.yaml"
+            sim_cfg.write_text("processes: 100000\n")  # no ORA-00020 at thousands of sessions
+            with SimulatorProcess(sim_cfg, no_latency=True) as sim:
                 if "sessionping" in parts:
                     results.append(
                         cadence(

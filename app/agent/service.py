@@ -205,6 +205,7 @@ class Agent:
             rejected=w.rejected,
             store_ok=w.store_ok,
             store_error=None if w.store_ok else w.last_error,
+            overload=self.scheduler.overload.snapshot(),
         )
         return doc
 

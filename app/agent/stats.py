@@ -11,7 +11,9 @@ Keys of ``agents.stats`` (every heartbeat, about once a second):
 ``skipped``            runs recorded as SKIPPED since start; ``skipped_by`` per reason:
                        ``LATE`` (started past its grace), ``OVERRUN`` (previous run of
                        the series still in flight), ``BUSY`` (no free run slot),
-                       ``RATE_LIMIT`` (logon token buckets empty)
+                       ``RATE_LIMIT`` (logon token buckets empty), ``OVERLOAD`` (more
+                       runs due than the event loop can start on time, or a timeout
+                       during which the loop itself was behind)
 ``config_errors``      runs that produced a CONFIG error sample (series not buildable)
 ``series``             series this agent runs now
 ``in_flight``          runs executing now
@@ -29,6 +31,11 @@ Keys of ``agents.stats`` (every heartbeat, about once a second):
                        of one core
 ``cpu_ms_per_run``     that CPU divided by the runs of the period (includes scheduling,
                        writing and coordination: the whole agent's cost per probe run)
+``overload``           the event loop's load and the share of due runs it starts:
+                       ``active``, ``share``, ``demand_per_s``, ``capacity_per_s``,
+                       ``factor`` (demand / capacity), ``busy``, ``loop_lag_p99_ms``,
+                       ``target_busy``, ``since`` (epoch s), ``skipped``
+                       (:mod:`app.agent.scheduling.overload`)
 ``maintenance``        true if this agent holds the store-maintenance lock
 ``live_agents``        agents of this site that hold their presence lock
 ``backend_pid``        PostgreSQL backend of this agent's coordination session

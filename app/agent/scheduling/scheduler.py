@@ -42,6 +42,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from app.agent.scheduling.limits import Limiter
+from app.agent.scheduling.overload import LoopMonitor, OverloadControl, initial_credit
 from app.agent.scheduling.phase import (
     from_ms,
     grace_s,
@@ -63,6 +64,7 @@ log = logging.getLogger(__name__)
 # after a failed one (the runner resets them then).
 LOGON_EVERY_RUN = frozenset({"connping"})
 CLOSE_TIMEOUT_S = 2.0
+MAX_CREDIT = 2.0  # runs owed to a series whose admitted runs were too late to start
 SLOT_MS = 50  # series of one interval whose phases fall in one slot share an APScheduler job
 
 SpecBuilder = Callable[[SeriesRow], ProbeSpec]
@@ -108,6 +110,7 @@ class SeriesJob:
     needs_logon: bool = True
     task: asyncio.Task[Any] | None = None
     config_error: str | None = None
+    credit: float = 0.0  # overload admission (app.agent.scheduling.overload)
 
 
 SlotKey = tuple[int, int]  # (interval_ms, slot start offset in ms)
@@ -143,6 +146,9 @@ class SeriesScheduler:
         self.kept_logons = 0  # logons of sessions kept across runs (see app.agent.heap)
         self._closing: set[asyncio.Task[Any]] = set()
         self.aps = AsyncIOScheduler(timezone=UTC, executors={"default": RunTimeExecutor()})
+        self.demand_per_s = 0.0  # instants due per second, all series together
+        self.monitor = LoopMonitor()
+        self.overload = OverloadControl(self.monitor, lambda: self.demand_per_s)
 
     # -- lifecycle ------------------------------------------------------------
     def start(self) -> None:
@@ -151,10 +157,14 @@ class SeriesScheduler:
             # records skips as samples and counts them instead.
             logging.getLogger(name).setLevel(logging.ERROR)
         self.aps.start()
+        self.monitor.start(asyncio.get_running_loop())
+        self.overload.start()
 
     async def stop(self, grace_s: float) -> None:
         """No new runs; wait for runs in flight (``grace_s`` at most), close every probe."""
         self._stopping = True  # timers armed for instants of the next 50 ms start nothing
+        self.overload.stop()
+        self.monitor.stop()
         if self.aps.running:
             self.aps.pause()
         running = [j.task for j in self.jobs.values() if j.task is not None]
@@ -189,6 +199,7 @@ class SeriesScheduler:
                 job.config_error = None
                 self._retire(job)  # the next run builds a probe from the new row
                 if old.interval_ms != row.interval_ms:
+                    self.demand_per_s += 1000 / row.interval_ms - 1000 / old.interval_ms
                     self._leave_slot(sid, old.interval_ms, job.offset_ms)
                     job.offset_ms = phase_offset_ms(sid, row.interval_ms)
                     self._join_slot(sid, row.interval_ms, job.offset_ms)
@@ -201,9 +212,13 @@ class SeriesScheduler:
         sid = row.series_id
         offset = phase_offset_ms(sid, row.interval_ms)
         job = SeriesJob(
-            row=row, grace_s=grace_s(row.interval_ms, self.max_grace_s), offset_ms=offset
+            row=row,
+            grace_s=grace_s(row.interval_ms, self.max_grace_s),
+            offset_ms=offset,
+            credit=initial_credit(sid),
         )
         self.jobs[sid] = job
+        self.demand_per_s += 1000 / row.interval_ms
         self._join_slot(sid, row.interval_ms, offset)
 
     def _join_slot(self, sid: int, interval_ms: int, offset_ms: int) -> None:
@@ -242,6 +257,7 @@ class SeriesScheduler:
 
     def _remove(self, sid: int) -> None:
         job = self.jobs.pop(sid)
+        self.demand_per_s = max(0.0, self.demand_per_s - 1000 / job.row.interval_ms)
         self._leave_slot(sid, job.row.interval_ms, job.offset_ms)
         self._retire(job)
 
@@ -268,11 +284,14 @@ class SeriesScheduler:
     # -- runs -----------------------------------------------------------------
     def _skip(self, row: SeriesRow, scheduled: datetime, reason: str, message: str) -> None:
         self.stats.record_skip(reason)
+        if reason == "OVERLOAD":
+            self.overload.skipped += 1
         self.submit(
             Sample(
                 series_id=row.series_id,
                 scheduled_at=scheduled,
-                started_at=datetime.now(UTC),
+                # skipped ahead of its instant (overload admission): "started" = its instant
+                started_at=max(datetime.now(UTC), scheduled),
                 status=SampleStatus.SKIPPED,
                 error_class=ErrorClass.OTHER,
                 error_code=reason,
@@ -291,10 +310,18 @@ class SeriesScheduler:
         loop = asyncio.get_running_loop()
         # the loop's clock at the slot's instant (wall clock -> monotonic loop time)
         at = loop.time() + (run_time.timestamp() - time.time())
+        admit = self.overload.admit
         for sid, delta_ms in members.items():
             job = self.jobs.get(sid)
-            if job is not None:
+            if job is None:
+                continue
+            # a kept session not yet (or no longer) logged on goes first: its logon is a
+            # one-off (bounded by the logon rate caps); shedding it would make the costly
+            # logon wave after a start last 1 / share intervals
+            if (job.needs_logon and job.row.probe not in LOGON_EVERY_RUN) or admit(job):
                 loop.call_at(at + delta_ms / 1000.0, self._start, job, key, run_time, delta_ms)
+            else:  # over capacity: this instant is skipped now, no timer armed for it
+                self._overloaded(job, run_time + timedelta(milliseconds=delta_ms))
 
     def _start(self, job: SeriesJob, key: SlotKey, slot_time: datetime, delta_ms: int) -> None:
         """A series' instant (a loop timer callback): skip or start its run as a task."""
@@ -311,6 +338,12 @@ class SeriesScheduler:
         if late_s > job.grace_s:  # e.g. the loop was blocked past several instants
             self._late(job, scheduled, late_s)
             return
+        if late_s > self.overload.late_s and self.overload.active:
+            # admitted but too late: skipped, and the run is owed to the series (its
+            # phase may keep colliding with something periodic; it must not starve)
+            job.credit = min(job.credit + 1.0, MAX_CREDIT)
+            self._overloaded(job, scheduled, late_s)
+            return
         if job.task is not None and not job.task.done():
             self._skip(
                 row, scheduled, "OVERRUN", "the previous run of this series was still running"
@@ -321,12 +354,43 @@ class SeriesScheduler:
         task.add_done_callback(_log_failure)
 
     def _late(self, job: SeriesJob, scheduled: datetime, late_s: float) -> None:
+        if self.overload.active:
+            self._overloaded(job, scheduled, late_s)
+            return
         self._skip(
             job.row,
             scheduled,
             "LATE",
             f"the run could not start within its grace of {job.grace_s:g} s "
             f"(it was {late_s:.3f} s late)",
+        )
+
+    def _overloaded(self, job: SeriesJob, scheduled: datetime, late_s: float | None = None) -> None:
+        msg = self.overload.message  # formatted once per control window, not per skip
+        if late_s is not None:
+            msg = f"{msg}; this run would have started {1000 * late_s:.0f} ms late"
+        self._skip(job.row, scheduled, "OVERLOAD", msg)
+
+    def _stalled(self, sample: Sample, stalled_s: float, deadline_s: float) -> Sample:
+        """A TIMEOUT during which this agent's own loop was behind: not the target's."""
+        self.stats.record_skip("OVERLOAD")
+        self.overload.skipped += 1
+        return Sample(
+            series_id=sample.series_id,
+            scheduled_at=sample.scheduled_at,
+            started_at=sample.started_at,
+            status=SampleStatus.SKIPPED,
+            error_class=ErrorClass.OTHER,
+            error_code="OVERLOAD",
+            error_phase="schedule",
+            error_message=(
+                f"the run hit its deadline of {deadline_s:g} s during {sample.error_phase} "
+                f"while this agent's event loop was {1000 * stalled_s:.0f} ms behind: the "
+                "agent's overload, not the target's timeout"
+            ),
+            agent=sample.agent,
+            site=sample.site,
+            extra={"stall_ms": round(1000 * stalled_s, 1)},
         )
 
     def _config_sample(self, row: SeriesRow, scheduled: datetime, message: str) -> Sample:
@@ -391,8 +455,17 @@ class SeriesScheduler:
         if not await self.limiter.logons(row.target_id, logons, latest):
             self._skip(row, scheduled, "RATE_LIMIT", "logons per second cap reached")
             return
+        self.overload.executed += 1
+        stall0 = self.monitor.stall()
         sample = await run_once(probe, scheduled_at=scheduled)
         job.needs_logon = not sample.ok
+        if sample.status is SampleStatus.TIMEOUT:
+            stalled = self.monitor.stall() - stall0
+            if self.overload.timed_out_by_stall(stalled, probe.spec.deadline_s):
+                self.submit(self._stalled(sample, stalled, probe.spec.deadline_s))
+                return
+        if self.overload.active:
+            sample.extra["overload"] = round(self.overload.share, 3)
         self.stats.runs += 1
         if not sample.ok:
             self.stats.runs_failed += 1
