@@ -48,6 +48,7 @@ class ErrorClass(enum.StrEnum):
     TIMEOUT = "TIMEOUT"  # deadline exceeded, code ``TIMEOUT``
     PG = "PG"  # PostgreSQL SQLSTATE, code ``PG-xxxxx``
     NET = "NET"  # operating-system network error (refused, reset, unreachable)
+    TLS = "TLS"  # the TLS handshake failed (tcps): untrusted, DN/name mismatch, version
     OTHER = "OTHER"  # anything else (code is the exception's class name)
 
 
@@ -57,6 +58,7 @@ class ErrorClass(enum.StrEnum):
 # ``connect_2`` right after its base). Rename a phase here, nowhere else.
 LOGON_PHASE_ORDER: tuple[str, ...] = (
     "tcp_connect",
+    "tls_handshake",
     "connect",
     "network_services",
     "protocol",

@@ -36,7 +36,7 @@ def test_ints_are_accepted_as_floats_but_bools_are_not_numbers() -> None:
 @pytest.mark.parametrize(
     ("probe", "params", "message"),
     [
-        ("connping", {"wram": True}, "unknown parameter(s) wram (known: warm)"),
+        ("connping", {"wram": True}, "unknown parameter(s) wram (known: server_time, warm)"),
         ("nosuch", {}, "unknown probe 'nosuch'"),
         ("commit", {"purge_every": 0}, "'purge_every' must be >= 1, got 0"),
         ("commit", {"table": "t; drop table x"}, "not a plain table name"),
@@ -70,7 +70,8 @@ def test_connection_params() -> None:
     )
     assert errors == [
         "unknown oracle parameter 'host' (known: cclass, config_dir, connect_timeout, "
-        "pool_boundary, purity, sdu, tns_admin, wallet_location, wallet_password_ref)",
+        "instance_name, pool_boundary, port, purity, sdu, ssl_ca_file, ssl_server_cert_dn, "
+        "ssl_server_dn_match, ssl_version, tns_admin, wallet_location, wallet_password_ref)",
         "parameter 'purity' must be one of default, new, self, got 'sel'",
         "parameter 'sdu' must be an integer 512..2097152, got True",
         "parameter 'connect_timeout': expected a duration such as 10s, 500ms or 1m (got 'soon')",
@@ -84,4 +85,23 @@ def test_connection_params() -> None:
     )
     assert connection_param_errors("postgres", {"options": {"a": 1}}, parse_duration_ms) == [
         "parameter 'options' must map libpq keywords to strings"
+    ]
+
+
+def test_tcps_and_rac_connection_params() -> None:
+    good = {
+        "port": 2484,
+        "ssl_ca_file": "/etc/ca.pem",
+        "ssl_server_dn_match": False,
+        "ssl_server_cert_dn": "CN=db",
+        "ssl_version": "1.3",
+        "instance_name": "SALES2",
+    }
+    assert connection_param_errors("oracle", good, parse_duration_ms) == []
+    bad = {"port": 0, "ssl_version": "1.1", "ssl_server_dn_match": "yes", "instance_name": ""}
+    assert connection_param_errors("oracle", bad, parse_duration_ms) == [
+        "parameter 'port' must be an integer 1..65535, got 0",
+        "parameter 'ssl_version' must be one of 1.2, 1.3, got '1.1'",
+        "parameter 'ssl_server_dn_match' must be true or false, got 'yes'",
+        "parameter 'instance_name' must be a non-empty string, got ''",
     ]

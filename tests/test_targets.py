@@ -75,7 +75,7 @@ BAD_FILES = [
         "targets:\n  - {name: p, kind: oracle, dsn: h/s, username: u,\n"
         "     modes: [{name: dedicated, probes: [{probe: connping, params: {wram: false}}]}]}\n",
         "t.yaml: target #1 'p': modes[0].probes[0].params: probe 'connping': "
-        "unknown parameter(s) wram (known: warm)",
+        "unknown parameter(s) wram (known: server_time, warm)",
     ),
     (
         "targets:\n  - {name: p, kind: oracle, dsn: h/s, username: u,\n"

@@ -58,10 +58,12 @@ class RoundTripLog:
     callable, so the cost per round trip is one Python call and a clock read.
     """
 
-    __slots__ = ("events",)
+    __slots__ = ("events", "tls")
 
     def __init__(self) -> None:
         self.events: list[tuple[str, int]] = []
+        # perf_counter_ns() at the start of each TLS handshake (tcps; see drivers/oracle.py)
+        self.tls: list[int] = []
 
     def __call__(self, name: str) -> None:
         self.events.append((name, time.perf_counter_ns()))
@@ -77,14 +79,20 @@ _PHASE_NAMES = {
     "data_types": "data_types",
     "fast_authorization": "fast_auth",
     "network_services": "network_services",
+    "tls_handshake": "tls_handshake",
 }
 
 
-def logon_phases(start_ns: int, end_ns: int, events: list[tuple[str, int]]) -> dict[str, int]:
+def logon_phases(
+    start_ns: int, end_ns: int, events: list[tuple[str, int]], tls: list[int] | None = None
+) -> dict[str, int]:
     """Split one logon into contiguous phases that add up to ``end_ns - start_ns``.
 
     ``tcp_connect`` runs from the connect call until the first Oracle Net request
-    (address resolution, TCP handshake and, for tcps, the TLS handshake). Each
+    (address resolution and the TCP handshake). For tcps, ``tls_handshake`` runs from
+    the start of the TLS handshake (``tls``: when the driver wrapped the new TCP
+    connection) until the first Oracle Net request (the handshake, the certificate and
+    DN checks). Each
     round trip then runs from its request until the next request starts (the
     last one until connect returned), so it includes the client work that
     follows its reply (the password-key derivation after ``auth1``, the session
@@ -94,6 +102,8 @@ def logon_phases(start_ns: int, end_ns: int, events: list[tuple[str, int]]) -> d
     first ``connect``) gets a ``_2``, ``_3`` suffix.
     """
     phases: dict[str, int] = {}
+    if tls:
+        events = sorted([*events, *(("tls_handshake", t) for t in tls)], key=lambda e: e[1])
     if not events:
         phases["tcp_connect"] = end_ns - start_ns
         return phases

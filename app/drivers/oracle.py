@@ -14,14 +14,24 @@ Oracle Client on these machines) and has no round-trip breakdown
 Per mode (see :class:`app.probes.spec.OracleEndpoint`): ``server_type``
 (dedicated / shared / pooled), DRCP ``cclass`` and ``purity``, implicit pooling
 ``pool_boundary``, ``tcp``/``tcps`` with ``wallet_location``, ``sdu``, the TCP
-connect timeout, and an Easy Connect string or a tnsnames.ora alias resolved in
-``config_dir``.
+connect timeout, ``instance_name`` (RAC: one instance), and an Easy Connect string or
+a tnsnames.ora alias resolved in ``config_dir``.
+
+tcps (thin): python-oracledb starts TLS right after the TCP connect with the
+``ssl_context`` it is given. connwatch gives it one made per connect, as the driver
+would make it (the system's CAs, or only ``ssl_ca_file``; the driver adds the
+wallet's ``ewallet.pem`` and the TLS version), that also notes when each handshake
+starts (:class:`TimedSSLContext`), so the logon breakdown has the TLS handshake as a
+phase of its own. The driver then checks the server's DN (``ssl_server_dn_match``,
+``ssl_server_cert_dn``) itself.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
+import time
 from typing import Any
 
 import oracledb
@@ -45,6 +55,33 @@ _PURITY = {
 }
 _thick_lock = threading.Lock()
 _thick_dir: str | None = None
+TLS_VERSIONS = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
+
+
+class TimedSSLContext(ssl.SSLContext):
+    """An SSL context that notes in ``trips.tls`` when each TLS handshake starts.
+
+    python-oracledb thin (asyncio) wraps the new TCP connection with ``loop.start_tls``,
+    which calls ``wrap_bio`` once, right before the ClientHello goes out."""
+
+    trips: RoundTripLog | None = None
+
+    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
+        if self.trips is not None:
+            self.trips.tls.append(time.perf_counter_ns())
+        return super().wrap_bio(*args, **kwargs)
+
+
+def tls_context(ep: OracleEndpoint, trips: RoundTripLog | None) -> TimedSSLContext:
+    """What ``ssl.create_default_context()`` gives (the driver's own default), with
+    ``ssl_ca_file`` as the only CA when set, and handshake stamps for ``trips``."""
+    ctx = TimedSSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if ep.ssl_ca_file:
+        ctx.load_verify_locations(cafile=ep.ssl_ca_file)
+    else:
+        ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    ctx.trips = trips
+    return ctx
 
 
 def connect_params(ep: OracleEndpoint, trips: RoundTripLog | None = None) -> dict[str, Any]:
@@ -64,6 +101,18 @@ def connect_params(ep: OracleEndpoint, trips: RoundTripLog | None = None) -> dic
         kw["wallet_location"] = ep.wallet_location
     if ep.wallet_password:
         kw["wallet_password"] = ep.wallet_password
+    if ep.ssl_server_dn_match is not None:
+        kw["ssl_server_dn_match"] = ep.ssl_server_dn_match
+    if ep.ssl_server_cert_dn:
+        kw["ssl_server_cert_dn"] = ep.ssl_server_cert_dn
+    if ep.ssl_version:
+        kw["ssl_version"] = TLS_VERSIONS[ep.ssl_version]
+    if ep.instance_name:
+        kw["instance_name"] = ep.instance_name
+    text = ep.connect.lower().replace(" ", "")
+    tcps = ep.protocol == "tcps" or text.startswith("tcps://") or "(protocol=tcps)" in text
+    if tcps and not ep.thick_lib_dir:
+        kw["ssl_context"] = tls_context(ep, trips)
     if ep.sdu:
         kw["sdu"] = ep.sdu
     if ep.connect_timeout_s:

@@ -179,6 +179,14 @@ TNS: dict[str, tuple[str, str]] = {
 
 # python-oracledb client errors (thin mode).
 DPY: dict[str, tuple[str, str]] = {
+    "DPY-6002": (
+        "the server certificate's DN is not the one expected (recorded as TLS-DN-MISMATCH)",
+        "ssl_server_cert_dn names another server, or the listener's certificate changed",
+    ),
+    "DPY-6006": (
+        "the host name is not in the server certificate (recorded as TLS-NAME-MISMATCH)",
+        "connect by a name the certificate carries, or set ssl_server_cert_dn",
+    ),
     "DPY-4011": (
         "the database or network closed the connection",
         "the server process ended or a firewall reset the connection (before ACCEPT, "
@@ -335,5 +343,36 @@ NET: dict[str, tuple[str, str]] = {
     "NET-EAI_AGAIN": (
         "temporary failure in name resolution",
         "the DNS server did not answer; the agent's resolver is down or unreachable",
+    ),
+}
+
+# tcps: the TLS handshake, before any Oracle Net packet (app.probes.errors._tls_code).
+TLS: dict[str, tuple[str, str]] = {
+    "TLS-UNTRUSTED": (
+        "the server's certificate does not chain to a CA this client trusts",
+        "the mode's CA (ssl_ca_file or the wallet's ewallet.pem) is missing or not the CA "
+        "that signed the listener's certificate, or the certificate is self-signed",
+    ),
+    "TLS-EXPIRED": (
+        "a certificate in the server's chain is expired or not yet valid",
+        "the listener's wallet was not renewed in time, or the agent's clock is wrong",
+    ),
+    "TLS-DN-MISMATCH": (
+        "the certificate's subject is not the DN this mode expects (DPY-6002)",
+        "ssl_server_cert_dn names another server, or the listener presents a new "
+        "certificate (renewed, moved, or a man in the middle)",
+    ),
+    "TLS-NAME-MISMATCH": (
+        "the host name connected to is not in the certificate (DPY-6006)",
+        "connect by a name the certificate carries, or set ssl_server_cert_dn",
+    ),
+    "TLS-VERSION": (
+        "client and listener share no TLS version",
+        "ssl_version pins a version the listener does not allow (SSL_VERSION in its "
+        "sqlnet.ora), or one side allows only old versions",
+    ),
+    "TLS-HANDSHAKE": (
+        "the TLS handshake failed for another reason (the message says which)",
+        "the port does not speak TLS (a tcp listener), or a proxy or firewall cut the handshake",
     ),
 }

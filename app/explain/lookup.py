@@ -7,7 +7,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from app.explain.codes import CONNWATCH, DPY, NET, ORA, PG, TNS
+from app.explain.codes import CONNWATCH, DPY, NET, ORA, PG, TLS, TNS
 
 # family -> (title, what codes of the family are), in the order the reference page shows
 FAMILIES: dict[str, tuple[str, str]] = {
@@ -31,6 +31,11 @@ FAMILIES: dict[str, tuple[str, str]] = {
         "The server's SQLSTATE; start-up failures libpq reports without one are "
         "recognised by their message.",
     ),
+    "TLS": (
+        "TLS handshake (TLS-)",
+        "A tcps logon failed before Oracle Net started: trust, certificate name or DN, "
+        "or TLS version.",
+    ),
     "NET": (
         "Network, from the operating system (NET-ERRNO)",
         "The agent's operating system could not reach the target (errno name).",
@@ -41,7 +46,15 @@ FAMILIES: dict[str, tuple[str, str]] = {
     ),
 }
 
-_TABLES = {"connwatch": CONNWATCH, "ORA": ORA, "TNS": TNS, "DPY": DPY, "PG": PG, "NET": NET}
+_TABLES = {
+    "connwatch": CONNWATCH,
+    "ORA": ORA,
+    "TNS": TNS,
+    "DPY": DPY,
+    "PG": PG,
+    "TLS": TLS,
+    "NET": NET,
+}
 
 # SQLSTATE classes (the first two characters), for PG- codes not in the table
 _PG_CLASSES: dict[str, str] = {
@@ -58,7 +71,7 @@ _PG_CLASSES: dict[str, str] = {
     "25": "invalid transaction state",
     "XX": "internal error",
 }
-_CODE = re.compile(r"^(ORA|TNS|DPY|PG|NET)-(.+)$")
+_CODE = re.compile(r"^(ORA|TNS|DPY|PG|TLS|NET)-(.+)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +99,7 @@ class Explanation:
 
 
 def family_of(code: str) -> str:
-    """``connwatch``, ``ORA``, ``TNS``, ``DPY``, ``PG``, ``NET`` or ``OTHER``."""
+    """``connwatch``, ``ORA``, ``TNS``, ``DPY``, ``PG``, ``TLS``, ``NET`` or ``OTHER``."""
     if code in CONNWATCH:
         return "connwatch"
     m = _CODE.match(code)
@@ -117,6 +130,11 @@ def _family_sentence(code: str, family: str) -> tuple[str, str]:
             f"PostgreSQL SQLSTATE {rest}: {what}",
             "the sample's message says more; PostgreSQL's 'Error Codes' appendix lists "
             "every SQLSTATE",
+        )
+    if family == "TLS":
+        return (
+            f"the TLS handshake failed ({rest.lower()})",
+            "the sample's message has the TLS library's reason",
         )
     if family == "NET":
         number = getattr(errno, rest, None)

@@ -25,8 +25,10 @@ from app.oraclesim.session import Closed, FastPathProtocol, Session
 from app.oraclesim.tls import server_context, start_server_tls
 from app.oraclesim.wire.packets import (
     CONNECT,
+    HEADER,
     MAX_CONNECT_DATA,
     ConnectRequest,
+    Packet,
     accept,
     parse_connect,
     parse_descriptor,
@@ -244,7 +246,12 @@ class Simulator:
                 self._tasks.discard(task)
 
     async def _read_connect(self, reader: asyncio.StreamReader) -> ConnectRequest:
-        pkt = await read_packet(reader, False)
+        head = await reader.readexactly(HEADER)
+        if head[:2] == b"\x16\x03":  # a TLS ClientHello on a tcp listener: drop it
+            raise Closed
+        size = int.from_bytes(head[:2], "big")
+        body = await reader.readexactly(size - HEADER) if size > HEADER else b""
+        pkt = Packet(head[4], head[5], body)
         if pkt.type != CONNECT:
             raise Closed
         version, sdu, cd_len = parse_connect(pkt.body)

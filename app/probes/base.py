@@ -86,6 +86,9 @@ class ProbeContext:
         if self.phase != "logon" or self.trips is None:
             return self.phase
         events = self.trips.events
+        tls = self.trips.tls
+        if tls and (not events or tls[-1] > events[-1][1]):
+            return "logon:tls_handshake"
         if not events:
             return "logon:tcp_connect"
         auth = sum(1 for name, _ in events if name == "authorization")

@@ -9,6 +9,14 @@ Codes (see :class:`app.samples.ErrorClass`):
 - ``DPY-nnnn``: a python-oracledb client error. For ``DPY-6005`` ("cannot connect")
   the most specific wrapped code is kept (e.g. ``DPY-4011`` for a connection the
   server closed before ACCEPT).
+- ``TLS-...``: a tcps logon's TLS handshake failed: ``TLS-UNTRUSTED`` (the server's
+  certificate chain does not lead to a CA the client trusts: self-signed, unknown
+  issuer), ``TLS-EXPIRED`` (a certificate of the chain is expired or not yet valid),
+  ``TLS-DN-MISMATCH`` (DPY-6002: the certificate's subject is not
+  ``ssl_server_cert_dn``), ``TLS-NAME-MISMATCH`` (DPY-6006: the host name is not in the
+  certificate), ``TLS-VERSION`` (no TLS version both sides accept), ``TLS-HANDSHAKE``
+  (anything else in the handshake, e.g. the port does not speak TLS). Checked before
+  ``NET-``: ssl errors are OSErrors too.
 - ``NET-<ERRNO>``: the operating system refused or lost the connection
   (``NET-ECONNREFUSED``, ``NET-ENOENT`` for a missing unix socket, ...), whether it
   reached us bare or wrapped in a driver error.
@@ -30,6 +38,7 @@ import errno
 import os
 import re
 import socket
+import ssl
 from dataclasses import dataclass
 
 import oracledb
@@ -120,9 +129,37 @@ def _os_code(exc: BaseException | None) -> str | None:
     return None
 
 
+# verify codes of OpenSSL (X509_V_ERR_*): expired / not yet valid
+_CERT_TIME = {9, 10}
+_TLS_DPY = {"DPY-6002": "TLS-DN-MISMATCH", "DPY-6006": "TLS-NAME-MISMATCH"}
+
+
+def _tls_code(exc: BaseException, text: str) -> str | None:
+    """The TLS- code of a failed handshake anywhere in the cause chain, else None."""
+    for dpy, code in _TLS_DPY.items():
+        if dpy in text:
+            return code
+    seen = 0
+    cur: BaseException | None = exc
+    while cur is not None and seen < 10:
+        if isinstance(cur, ssl.SSLCertVerificationError):
+            return "TLS-EXPIRED" if cur.verify_code in _CERT_TIME else "TLS-UNTRUSTED"
+        if isinstance(cur, ssl.SSLError):
+            reason = f"{getattr(cur, 'reason', '') or ''} {cur}".upper()
+            if "VERSION" in reason and "WRONG_VERSION_NUMBER" not in reason:
+                return "TLS-VERSION"
+            return "TLS-HANDSHAKE"
+        cur = cur.__cause__ or cur.__context__
+        seen += 1
+    return None
+
+
 def _classify_oracle(exc: oracledb.Error, text: str) -> tuple[ErrorClass, str]:
     err = exc.args[0] if exc.args else None
     full_code = getattr(err, "full_code", None) or ""
+    tls = _tls_code(exc, text) if full_code.startswith("DPY-6") else None
+    if tls is not None:
+        return ErrorClass.TLS, tls
     if full_code.startswith("ORA-"):
         num = int(full_code[4:])
         if 12500 <= num < 12600:  # listener errors surfaced as ORA- by thick mode
@@ -170,8 +207,11 @@ def _classify_pg(exc: psycopg.Error, text: str) -> tuple[ErrorClass, str]:
     return ErrorClass.PG, "PG-08006"  # connection failure libpq reported without a SQLSTATE
 
 
-def classify(exc: BaseException, secrets: list[str] | tuple[str, ...] = ()) -> ClassifiedError:
-    """Classify one exception raised by a probe (not the runner's own timeout)."""
+def classify(
+    exc: BaseException, secrets: list[str] | tuple[str, ...] = (), phase: str | None = None
+) -> ClassifiedError:
+    """Classify one exception raised by a probe (not the runner's own timeout); ``phase``
+    is where it happened (a connection lost during the TLS handshake is TLS-HANDSHAKE)."""
     text = str(exc) or type(exc).__name__
     cls: ErrorClass
     if isinstance(exc, ClassifiedException):
@@ -181,8 +221,12 @@ def classify(exc: BaseException, secrets: list[str] | tuple[str, ...] = ()) -> C
         cls, code = _classify_oracle(exc, text)
     elif isinstance(exc, psycopg.Error):
         cls, code = _classify_pg(exc, text)
+    elif isinstance(exc, ssl.SSLError):
+        cls, code = ErrorClass.TLS, _tls_code(exc, text) or "TLS-HANDSHAKE"
     elif isinstance(exc, OSError):
         cls, code = ErrorClass.NET, _os_code(exc) or "NET-" + type(exc).__name__
     else:
         cls, code = ErrorClass.OTHER, type(exc).__name__
+    if cls is ErrorClass.NET and phase == "logon:tls_handshake":
+        cls, code = ErrorClass.TLS, "TLS-HANDSHAKE"  # e.g. a tcp listener closing on us
     return ClassifiedError(cls, code, sanitise(text, secrets))

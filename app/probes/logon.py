@@ -30,6 +30,9 @@ async def timed_logon(ctx: ProbeContext, ep: Endpoint, *, autocommit: bool = Tru
     trips = RoundTripLog() if isinstance(ep, OracleEndpoint) and not ep.thick_lib_dir else None
     ctx.trips = trips
     ctx.phase = "logon"
+    if isinstance(ep, OracleEndpoint) and ep.instance_name:
+        # a mode pinned to one RAC instance: its failures are that instance's
+        ctx.result.instance = ep.instance_name.upper()
     start = time.perf_counter_ns()
     session = await open_session(ep, trips, autocommit=autocommit)
     end = time.perf_counter_ns()
@@ -38,7 +41,7 @@ async def timed_logon(ctx: ProbeContext, ep: Endpoint, *, autocommit: bool = Tru
     r.logon_ns = end - start
     if trips is not None:
         r.round_trips = trips.count
-        r.logon_phases = logon_phases(start, end, trips.events)
+        r.logon_phases = logon_phases(start, end, trips.events, trips.tls)
     ctx.trips = None
     return Logon(session, trips, token)
 

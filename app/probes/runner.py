@@ -132,7 +132,7 @@ async def run_once(
         if not isinstance(exc, Exception):
             raise exc
         status, error_phase = SampleStatus.ERROR, ctx.where()
-        found = classify(exc, probe.secrets())
+        found = classify(exc, probe.secrets(), error_phase)
         error_class, error_code, error_message = found.error_class, found.code, found.message
     pending = ctx.pending_cleanups()
     if status is SampleStatus.TIMEOUT:

@@ -54,8 +54,13 @@ class OracleEndpoint:
     purity: Purity = Purity.DEFAULT
     pool_boundary: str | None = None  # "statement" | "transaction" (implicit pooling)
     protocol: str = "tcp"  # "tcp" | "tcps" (thin); "ipc" only with thick mode
-    wallet_location: str | None = None
+    wallet_location: str | None = None  # a directory with ewallet.pem (the CA, for tcps)
     wallet_password: str | None = field(default=None, repr=False)
+    ssl_ca_file: str | None = None  # tcps: trust this CA (PEM file) instead of the system's
+    ssl_server_dn_match: bool | None = None  # tcps: check the certificate (driver default on)
+    ssl_server_cert_dn: str | None = None  # tcps: the subject DN the certificate must carry
+    ssl_version: str | None = None  # tcps: "1.2" or "1.3" only
+    instance_name: str | None = None  # RAC: connect to this instance only (INSTANCE_NAME)
     sdu: int | None = None
     connect_timeout_s: float | None = None  # python-oracledb tcp_connect_timeout
     config_dir: str | None = None  # TNS_ADMIN for tnsnames.ora aliases

@@ -94,7 +94,9 @@ class Sweep(Probe):
                 out["logoff"].append(t2 - t1)
                 if first and i == 0 and trips is not None:
                     ctx.result.round_trips = logon_trips
-                    ctx.result.logon_phases = logon_phases(t0, t1, trips.events[:logon_trips])
+                    ctx.result.logon_phases = logon_phases(
+                        t0, t1, trips.events[:logon_trips], trips.tls
+                    )
             out["done"][0] += 1
             if self.progress is not None:
                 self.progress(out["done"][0])

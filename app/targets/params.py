@@ -61,6 +61,9 @@ SWEEP_MAX_TOTAL_LOGONS = 5000  # logons in one sweep run
 PROBE_PARAMS: dict[str, dict[str, Param]] = {
     "connping": {
         "warm": Param(bool, True, doc="one untimed logon first (connping's warm-up)"),
+        "server_time": Param(
+            bool, False, doc="also read the server's time for the logon (V$SESS_TIME_MODEL)"
+        ),
     },
     "sessionping": {
         "warm": Param(bool, True, doc="one untimed round trip after (re)connecting"),
@@ -169,6 +172,12 @@ ORACLE_KEYS = frozenset(
         "wallet_password_ref",
         "config_dir",
         "tns_admin",
+        "port",
+        "ssl_ca_file",
+        "ssl_server_dn_match",
+        "ssl_server_cert_dn",
+        "ssl_version",
+        "instance_name",
     }
 )
 POSTGRES_KEYS = frozenset({"host", "port", "dbname", "connect_timeout", "sslmode", "options"})
@@ -176,9 +185,14 @@ POSTGRES_KEYS = frozenset({"host", "port", "dbname", "connect_timeout", "sslmode
 _CHOICES = {
     "purity": ("default", "new", "self"),
     "pool_boundary": ("statement", "transaction"),
+    "ssl_version": ("1.2", "1.3"),
 }
 _INT_RANGES = {"sdu": (512, 2_097_152), "port": (1, 65535)}
+_BOOLS = {"ssl_server_dn_match"}
 _STRINGS = {
+    "ssl_ca_file",
+    "ssl_server_cert_dn",
+    "instance_name",
     "cclass",
     "wallet_location",
     "wallet_password_ref",
@@ -228,6 +242,8 @@ def connection_param_errors(
                 isinstance(k, str) and isinstance(v, str) for k, v in value.items()
             ):
                 errors.append("parameter 'options' must map libpq keywords to strings")
+        elif key in _BOOLS and not isinstance(value, bool):
+            errors.append(f"parameter {key!r} must be true or false, got {value!r}")
         elif key in _STRINGS and (not isinstance(value, str) or not value):
             errors.append(f"parameter {key!r} must be a non-empty string, got {value!r}")
     return errors

@@ -170,3 +170,30 @@ def test_serverstats_logs_on_as_its_monitoring_account(
     monkeypatch.delenv("CW_TEST_MON_PW")
     with pytest.raises(SpecError, match="CW_TEST_MON_PW"):
         build_spec(rows[mon], vault, settings)
+
+
+def test_tcps_mode_with_its_port_ca_dn_version_and_instance(store: Engine, tmp_path: Path) -> None:
+    tls = {
+        "port": 2484,
+        "ssl_ca_file": "/etc/connwatch/ca.pem",
+        "ssl_server_cert_dn": "CN=sales,O=Example",
+        "ssl_server_dn_match": True,
+        "ssl_version": "1.3",
+        "instance_name": "SALES2",
+    }
+    with store.begin() as conn:
+        t = add_target(conn, "rac", kind="oracle", dsn="db.example.com:1521/SALES", username="u")
+        tcps = add_series(conn, add_mode(conn, t, "dedicated", transport="tcps", params=tls))
+        t2 = add_target(conn, "alias", kind="oracle", dsn="SALES_ALIAS", username="u")
+        alias = add_series(conn, add_mode(conn, t2, "dedicated", params={"port": 2484}))
+    rows, vault, settings = _one(store, tmp_path)
+    ep = build_spec(rows[tcps], vault, settings).endpoint
+    assert isinstance(ep, OracleEndpoint)
+    assert (ep.connect, ep.protocol) == ("db.example.com:2484/SALES", "tcps")
+    assert (ep.ssl_ca_file, ep.ssl_server_cert_dn) == (
+        tls["ssl_ca_file"],
+        tls["ssl_server_cert_dn"],
+    )
+    assert (ep.ssl_server_dn_match, ep.ssl_version, ep.instance_name) == (True, "1.3", "SALES2")
+    with pytest.raises(SpecError, match="'port' needs an Easy Connect dsn"):
+        build_spec(rows[alias], vault, settings)

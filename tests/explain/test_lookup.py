@@ -10,7 +10,9 @@ import pytest
 from app.explain import FAMILIES, catalogue, explain, family_of
 
 ROOT = Path(__file__).resolve().parents[2]
-CODE_LITERAL = re.compile(r"\b(ORA-\d{5}|TNS-\d{5}|DPY-\d{4}|PG-[0-9A-Z]{5}|NET-E[A-Z_]+)\b")
+CODE_LITERAL = re.compile(
+    r"\b(ORA-\d{5}|TNS-\d{5}|DPY-\d{4}|PG-[0-9A-Z]{5}|NET-E[A-Z_]+|TLS-[A-Z]+(?:-[A-Z]+)*)\b"
+)
 SKIP_REASON = re.compile(r'self\._skip\(\s*[^,]+,\s*[^,]+,\s*"([A-Z_]+)"', re.S)
 
 

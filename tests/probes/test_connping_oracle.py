@@ -7,9 +7,11 @@ import time
 
 import pytest
 
+from app.oraclesim import SimConfig
+from app.oraclesim.config import UserConfig
 from app.probes.registry import create_probe
 from app.probes.runner import run_once
-from app.probes.spec import ProbeSpec
+from app.probes.spec import OracleEndpoint, ProbeSpec
 from app.samples import ErrorClass, SampleStatus, logon_phase_key
 from tests.fixtures.oraclesim import OracleSimHandle
 from tests.probes.conftest import MODES, oracle_endpoint, run_probe
@@ -181,3 +183,23 @@ def test_slow_ping_shows_in_ping_time_only(oraclesim: OracleSimHandle) -> None:
     truth = [c for c in oraclesim.ground_truth() if c["sid"] == s.sid][-1]
     injected = {p["phase"]: p["injected_ns"] for p in truth["phases"] if p["injected_ns"]}
     assert set(injected) == {"ping"}  # the delay was put on the pings, nowhere else
+
+
+def test_server_time_reads_the_servers_cost_of_this_logon(oraclesim_factory) -> None:  # type: ignore[no-untyped-def]
+
+    cfg = SimConfig.default(no_latency=False)
+    cfg.users["APP"] = UserConfig("app", "pw", grants=frozenset())
+    sim = oraclesim_factory(cfg)
+    (s,) = run_probe(ProbeSpec("connping", oracle_endpoint(sim), params={"server_time": True}))
+    assert s.ok, s.error_message
+    server_ms = s.extra["server_logon_ms"]
+    assert 0 < server_ms < s.logon_ns / 1e6  # the server's part of what the client waited
+    truth = {
+        p["phase"]: p for p in next(r for r in sim.ground_truth() if r["sid"] == s.sid)["phases"]
+    }
+    server_side = (truth["logon"]["end_ns"] - truth["negotiate"]["start_ns"]) / 1e6
+    assert server_ms == pytest.approx(server_side, rel=0.05, abs=0.5)
+    ep = OracleEndpoint(sim.dsn("FREEPDB1", "dedicated"), "app", "pw")
+    (denied,) = run_probe(ProbeSpec("connping", ep, params={"server_time": True}))
+    assert denied.ok and denied.extra["server_time_unavailable"] == "ORA-00942"
+    assert "server_logon_ms" not in denied.extra

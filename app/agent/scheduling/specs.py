@@ -174,6 +174,39 @@ def _int(row: SeriesRow, key: str, value: Any, lo: int, hi: int) -> int:
     return value
 
 
+_EZ_PORT = re.compile(
+    r"^(?P<scheme>tcps?://)?(?P<host>\[[^\]]+\]|[^:/\s()]+)(?::\d+)?(?P<rest>/.*)$"
+)
+
+
+def with_port(row: SeriesRow, dsn: str, port: int) -> str:
+    """The Easy Connect ``dsn`` with its port replaced (a mode's ``port``, e.g. the tcps
+    listener's); other connect strings name their ports themselves."""
+    m = _EZ_PORT.match(dsn.strip())
+    if m is None:
+        raise SpecError(
+            f"{row.label}: parameter 'port' needs an Easy Connect dsn (host:port/service), "
+            f"not {dsn!r}"
+        )
+    return f"{m.group('scheme') or ''}{m.group('host')}:{port}{m.group('rest')}"
+
+
+def _bool(row: SeriesRow, key: str, value: Any) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise SpecError(f"{row.label}: parameter {key!r} must be true or false, got {value!r}")
+
+
+def _choice(row: SeriesRow, key: str, value: Any, choices: tuple[str, ...]) -> str | None:
+    if value is None:
+        return None
+    if str(value) not in choices:
+        raise SpecError(
+            f"{row.label}: parameter {key!r} must be one of {', '.join(choices)}, got {value!r}"
+        )
+    return str(value)
+
+
 def oracle_endpoint(row: SeriesRow, password: str, settings: Settings) -> OracleEndpoint:
     p = _params(row, ORACLE_KEYS)
     try:
@@ -212,8 +245,11 @@ def oracle_endpoint(row: SeriesRow, password: str, settings: Settings) -> Oracle
     config_dir = p.get("config_dir", p.get("tns_admin"))
     if config_dir is None and settings.tns_admin is not None:
         config_dir = str(settings.tns_admin)
+    dsn = row.dsn
+    if "port" in p:
+        dsn = with_port(row, dsn, _int(row, "port", p["port"], 1, 65535))
     return OracleEndpoint(
-        connect=row.dsn,
+        connect=dsn,
         user=row.username,
         password=password,
         server_type=server_type,
@@ -233,6 +269,17 @@ def oracle_endpoint(row: SeriesRow, password: str, settings: Settings) -> Oracle
         ),
         config_dir=_str(row, "config_dir", config_dir) if config_dir is not None else None,
         thick_lib_dir=thick,
+        ssl_ca_file=_str(row, "ssl_ca_file", p["ssl_ca_file"]) if "ssl_ca_file" in p else None,
+        ssl_server_dn_match=_bool(row, "ssl_server_dn_match", p.get("ssl_server_dn_match")),
+        ssl_server_cert_dn=(
+            _str(row, "ssl_server_cert_dn", p["ssl_server_cert_dn"])
+            if "ssl_server_cert_dn" in p
+            else None
+        ),
+        ssl_version=_choice(row, "ssl_version", p.get("ssl_version"), ("1.2", "1.3")),
+        instance_name=(
+            _str(row, "instance_name", p["instance_name"]) if "instance_name" in p else None
+        ),
     )
 
 
