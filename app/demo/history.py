@@ -75,7 +75,8 @@ def history_series(engine: Engine, *, calibrate: bool = False) -> list[HistorySe
                 "select s.id, s.probe, s.interval_ms, s.site, m.kind as mode, m.params, "
                 "t.name, t.kind, t.dsn from series s join modes m on m.id = s.mode_id "
                 "join targets t on t.id = m.target_id where s.enabled and m.enabled "
-                "and t.enabled and t.labels ->> 'demo' = 'true' order by s.id"
+                "and t.enabled and t.labels ->> 'demo' = 'true' "
+                "and s.probe <> 'serverstats' order by s.id"  # server stats: live only
             )
         ).all()
     live = live_shape(engine, [r.id for r in rows]) if calibrate else {}

@@ -26,6 +26,7 @@ from sqlalchemy.engine import Engine
 
 from app.config import Settings
 from app.credentials import Vault
+from app.demo import oracle_depth
 from app.demo.history import (  # noqa: F401  (re-exported for callers of run)
     HISTORY_DAYS,
     HISTORY_RAW_DAYS,
@@ -47,6 +48,9 @@ class DemoOracle:
     instance: str
     preferred_port: int
     port: int = 0
+    instances: tuple[str, ...] = ()  # more than one: a RAC database (app.demo.oracle_depth)
+    tls_port: int = 0
+    ca_file: Path | None = None
 
 
 @dataclass
@@ -129,6 +133,8 @@ def demo_document(oracles: list[DemoOracle], pg: DemoPostgres | None) -> dict[st
                 ],
             }
         )
+        oracle_depth.deepen(docs[-1]["modes"])
+        docs[-1]["modes"] += oracle_depth.extra_modes(db.tls_port, db.ca_file)
     if pg is not None:
         modes: list[dict[str, Any]] = [
             {"name": "direct", "probes": [{"probe": "connping", "interval": "5s"}]},
@@ -162,7 +168,7 @@ def demo_document(oracles: list[DemoOracle], pg: DemoPostgres | None) -> dict[st
 
 
 @contextlib.contextmanager
-def _simulators(oracles: list[DemoOracle]) -> Iterator[None]:
+def _simulators(oracles: list[DemoOracle], data_dir: Path) -> Iterator[None]:
     from app.oraclesim import SimConfig
     from app.oraclesim.tooling.runner import SimulatorThread
 
@@ -173,12 +179,16 @@ def _simulators(oracles: list[DemoOracle]) -> Iterator[None]:
             cfg.instance_name = db.instance
             cfg.db_name = db.name.upper()
             cfg.server_host = f"{db.name}-db01"
+            db.ca_file = oracle_depth.configure(cfg, db.name, db.instances, data_dir)
             port = _port_or_free(db.preferred_port)
             sim = SimulatorThread(cfg, port=port).start()
             threads.append(sim)
-            db.port = sim.port
+            db.port, db.tls_port = sim.port, sim.tls_port
             moved = "" if db.port == db.preferred_port else f" ({db.preferred_port} is in use)"
             typer.echo(f"  simulated Oracle '{db.name}' on 127.0.0.1:{db.port} (FREEPDB1){moved}")
+            if len(db.instances) > 1:
+                tcps = f", tcps on 127.0.0.1:{db.tls_port}" if db.tls_port else ""
+                typer.echo(f"    instances {', '.join(db.instances)} behind one listener{tcps}")
         yield
     finally:
         for sim in threads:
@@ -238,8 +248,11 @@ def run(settings: Settings, *, host: str | None, port: int | None, history: bool
     check_nothing_running(settings, host, port)
     typer.echo("connwatch demo: starting")
     engine = open_store(settings, migrate_to_head=True)
-    oracles = [DemoOracle("sales", "SALES1", 1521), DemoOracle("hr", "HR1", 1522)]
-    with _simulators(oracles), _local_postgres(settings.data_dir) as pg:
+    oracles = [
+        DemoOracle("sales", "SALES1", 1521, instances=("SALES1", "SALES2")),
+        DemoOracle("hr", "HR1", 1522),
+    ]
+    with _simulators(oracles, settings.data_dir), _local_postgres(settings.data_dir) as pg:
         raw = demo_document(oracles, pg)
         doc = parse_targets(dump_yaml(raw), "<demo targets>")
         load_demo_targets(engine, settings, doc)

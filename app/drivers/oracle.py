@@ -62,13 +62,23 @@ class TimedSSLContext(ssl.SSLContext):
     """An SSL context that notes in ``trips.tls`` when each TLS handshake starts.
 
     python-oracledb thin (asyncio) wraps the new TCP connection with ``loop.start_tls``,
-    which calls ``wrap_bio`` once, right before the ClientHello goes out."""
+    which calls ``wrap_bio`` once, right before the ClientHello goes out. The trusted CAs
+    are loaded there too, the first time: that is when the driver would build its own
+    default context (after the TCP connect), so the cost falls in the same phase."""
 
     trips: RoundTripLog | None = None
+    ca_file: str | None = None
+    _loaded = False
 
     def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
         if self.trips is not None:
             self.trips.tls.append(time.perf_counter_ns())
+        if not self._loaded:
+            self._loaded = True
+            if self.ca_file:
+                self.load_verify_locations(cafile=self.ca_file)
+            else:
+                self.load_default_certs(ssl.Purpose.SERVER_AUTH)
         return super().wrap_bio(*args, **kwargs)
 
 
@@ -76,10 +86,7 @@ def tls_context(ep: OracleEndpoint, trips: RoundTripLog | None) -> TimedSSLConte
     """What ``ssl.create_default_context()`` gives (the driver's own default), with
     ``ssl_ca_file`` as the only CA when set, and handshake stamps for ``trips``."""
     ctx = TimedSSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    if ep.ssl_ca_file:
-        ctx.load_verify_locations(cafile=ep.ssl_ca_file)
-    else:
-        ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    ctx.ca_file = ep.ssl_ca_file
     ctx.trips = trips
     return ctx
 

@@ -68,6 +68,7 @@ class CommitProbe(KeptLogon):
             await s.commit()  # end the info query's implicit transaction (PG)
         else:
             s = self._logon.session
+            self._repeat_identity(ctx)
         ctx.phase = "insert"
         t0 = time.perf_counter_ns()
         await s.insert(self.table, self.probe_id)

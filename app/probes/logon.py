@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from app.drivers.base import RoundTripLog, Session, logon_phases
 from app.drivers.connect import open_session
@@ -75,6 +76,7 @@ class KeptLogon(Probe):
         super().__init__(spec)
         self._logon: Logon | None = None
         self._lost = False
+        self._identity: tuple[Any, ...] | None = None
 
     async def _log_on(self, ctx: ProbeContext, *, autocommit: bool = True) -> Session:
         logon = await timed_logon(ctx, self.spec.endpoint, autocommit=autocommit)
@@ -82,9 +84,23 @@ class KeptLogon(Probe):
         self._logon = logon
         ctx.result.extra["reconnected"] = self._lost
         await record_info(ctx, logon.session)
+        r = ctx.result
+        number = r.extra.get("instance_number")
+        self._identity = (r.sid, r.serial, r.instance, r.service, r.server_type, number)
         return logon.session
 
+    def _repeat_identity(self, ctx: ProbeContext) -> None:
+        """A run on the kept session: its identity (sid, instance, ...) on this sample too,
+        so a failure of the session is attributed to the instance it was on."""
+        if self._identity is None:
+            return
+        r = ctx.result
+        r.sid, r.serial, r.instance, r.service, r.server_type, number = self._identity
+        if number is not None:
+            r.extra["instance_number"] = number
+
     async def reset(self) -> None:
+        self._identity = None
         logon, self._logon = self._logon, None
         if logon is not None:
             self._lost = True

@@ -146,7 +146,6 @@ class ServerStats(KeptLogon):
         self.with_classes: bool = p["classes"]
         self._form: dict[str, str] = {}  # view -> the form that worked ("GV$..." or "V$...")
         self._prev: dict[int, Snapshot] = {}  # by INST_ID; kept across reconnects
-        self._ident: tuple[Any, ...] = ()  # the kept session's identity, repeated per sample
 
     # -- reading ------------------------------------------------------------------
     def _forms(self, view: str) -> list[str]:
@@ -210,16 +209,12 @@ class ServerStats(KeptLogon):
         r = ctx.result
         if self._logon is None:
             s = await self._log_on(ctx)
-            number = r.extra.get("instance_number")
-            self._ident = (r.sid, r.serial, r.instance, r.service, r.server_type, number)
         else:
             s = self._logon.session
-            r.sid, r.serial, r.instance, r.service, r.server_type, number = self._ident
-            if number is not None:
-                r.extra["instance_number"] = number
+            self._repeat_identity(ctx)
         if not isinstance(s, OracleSession):
             raise ProbeConfigError("serverstats needs an Oracle session")
-        own = int(number or 1)
+        own = int(r.extra.get("instance_number") or 1)
         t0 = time.perf_counter_ns()
         with ctx.timed("query", "query_ns"):
             data, unavailable, source = await self._collect(s, own, r.instance)

@@ -13,7 +13,6 @@ Parameters: ``warm`` (bool, default true), ``query`` (bool, default true; the
 
 from __future__ import annotations
 
-from app.drivers.base import SessionInfo
 from app.probes.base import ProbeContext, checked_params
 from app.probes.logon import KeptLogon
 from app.probes.spec import ProbeSpec
@@ -27,24 +26,14 @@ class SessionPing(KeptLogon):
         p = checked_params(self.name, spec.params)
         self.warm: bool = p["warm"]
         self.query: bool = p["query"]
-        self._info: SessionInfo | None = None
 
     async def run(self, ctx: ProbeContext) -> None:
         r = ctx.result
         if self._logon is None:
             s = await self._log_on(ctx)
-            self._info = SessionInfo(r.sid, r.serial, r.instance, r.service, r.server_type)
         else:
             s = self._logon.session
-            if self._info is not None:
-                i = self._info
-                r.sid, r.serial, r.instance, r.service, r.server_type = (
-                    i.sid,
-                    i.serial,
-                    i.instance,
-                    i.service,
-                    i.server_type,
-                )
+            self._repeat_identity(ctx)
         before = s.round_trips
         if self.warm:
             ctx.phase = "ping"
@@ -57,7 +46,3 @@ class SessionPing(KeptLogon):
         after = s.round_trips
         if before is not None and after is not None:
             r.extra["round_trips_run"] = after - before
-
-    async def reset(self) -> None:
-        self._info = None
-        await super().reset()

@@ -77,3 +77,14 @@ def test_one_instance_down_shows_as_that_instances_errors_only(rac: OracleSimHan
     assert [s.ok for s in c2] == [True, False, False, True]
     assert {s.instance for s in c2} == {"SALES2"}
     assert {s.error_code for s in c2[1:3]} == {"TNS-12521"}
+
+
+def test_kept_session_probes_name_their_instance_on_every_run(rac: OracleSimHandle) -> None:
+    ep = OracleEndpoint(rac.dsn("FREEPDB1", "dedicated"), "scott", "tiger")
+    for kind in ("commit", "serverstats", "sessionping"):
+        samples = run_probe(ProbeSpec(kind, ep), runs=3)
+        assert all(s.ok for s in samples), samples[0].error_message
+        assert samples[0].logon_ns is not None and samples[2].logon_ns is None
+        assert len({(s.instance, s.sid) for s in samples}) == 1, kind
+        assert samples[2].instance in ("SALES1", "SALES2")
+        assert samples[2].extra["instance_number"] in (1, 2)
