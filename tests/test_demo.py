@@ -80,7 +80,7 @@ def test_demo_fills_every_mode_within_60_seconds_and_stops_cleanly() -> None:
     )
     wanted = {
         (db, mode) for db in ("sales-sim", "hr-sim") for mode in ("dedicated", "shared", "pooled")
-    } | {("local-pg", "direct"), ("local-pg", "unix")}
+    } | {("local-pg", "direct"), ("local-pg", "unix"), ("sales-sim", "dedicated-tls")}
     if find_pgbouncer():  # the README promises both pooling modes when pgbouncer is installed
         wanted |= {("local-pg", "pgbouncer_session"), ("local-pg", "pgbouncer_transaction")}
     seen: set[tuple[str, str]] = set()
