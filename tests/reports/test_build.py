@@ -85,3 +85,44 @@ def test_with_last_week_on_record_the_default_is_last_week(migrated_engine: Engi
     assert {r.target for r in prod.rows} == {"sales-prod"}
     assert prod.selection == "targets sales-*; labels env=prod"
     assert [m.label for m in scope.modes] == ["sales-test/dedicated"]
+
+
+def test_the_weeks_firings_maintenance_and_annotations(migrated_engine: Engine) -> None:
+    from app.alerts.annotations import AnnotationSpec, add_annotation
+    from app.alerts.mute.maintenance import WindowSpec, upsert_window
+    from app.alerts.tables import alert_transitions
+    from tests.web.weekly_data import seed_weeks
+
+    weeks = seed_weeks(migrated_engine, Vault(Fernet.generate_key()))
+    at = weeks.b + timedelta(days=2, hours=3)
+    with migrated_engine.begin() as conn:
+        add_annotation(
+            conn, AnnotationSpec(text="switched to DRCP", target="weekly", at=at),
+            author="dba", source="ui", now=at,
+        )  # fmt: skip
+        upsert_window(
+            conn,
+            WindowSpec.model_validate({
+                "name": "patching", "selector": {"targets": ["week*"]},
+                "schedule": {"once": (weeks.b + timedelta(days=3)).replace(tzinfo=None)},
+                "duration": "2h",
+            }),
+        )  # fmt: skip
+        conn.execute(alert_transitions.insert().values(
+            at=at, rule_name="logon-slow", severity="page", fingerprint="f",
+            labels={"target": "weekly", "mode": "dedicated"}, from_state="pending",
+            to_state="firing", summary="logon p95 over 100 ms",
+        ))  # fmt: skip
+        conn.execute(alert_transitions.insert().values(
+            at=at, rule_name="other", severity="page", fingerprint="g",
+            labels={"target": "elsewhere"}, from_state="pending", to_state="firing",
+        ))  # fmt: skip
+    with migrated_engine.connect() as conn:
+        rep = build_report(conn, current_week(datetime.now(UTC)).previous())
+    kinds = {e.kind: e for e in rep.events}
+    assert set(kinds) == {"annotation", "maintenance", "firing"}  # not the other target's
+    assert kinds["annotation"].text == "switched to DRCP (dba)"
+    assert kinds["firing"].text.startswith("logon-slow (page) on weekly/dedicated")
+    assert kinds["firing"].link.startswith("/target/weekly?from=")
+    assert kinds["maintenance"].ends_at - kinds["maintenance"].at == timedelta(hours=2)  # type: ignore[operator]
+    assert "Also this week: 1 alert firing, 1 maintenance window, 1 annotation." in rep.summary

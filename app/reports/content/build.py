@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection
 
 from app.reports.content import change as wow
 from app.reports.content.comparison import compare_modes
+from app.reports.content.events import EventOut, read_events
 from app.reports.content.figures import ModeFigures, PeriodData, read_period
 from app.reports.content.incidents import read_incidents
 from app.reports.content.objectives import SloRow, read_objectives
@@ -130,6 +131,9 @@ class ReportOut(BaseModel):
     incidents: list[IncidentOut]
     comparisons: list[ComparisonOut]
     slos: list[SloRow] = Field(description="each SLO in total (target empty) and per mode")
+    events: list[EventOut] = Field(
+        default_factory=list, description="alert firings, maintenance windows, annotations"
+    )
     link: str = Field(description="dashboard path of this report")
 
 
@@ -306,6 +310,7 @@ def build_report(
         cmp for _, ms in scope.targets() if (cmp := compare_modes(conn, ms, period)) is not None
     ]
     slos = read_objectives(conn, scope, period)
+    events = read_events(conn, scope, period)
     following = period.following(now)
     return ReportOut(
         kind=period.kind,
@@ -318,7 +323,7 @@ def build_report(
         selection=scope.selection.describe(),
         generated_at=now,
         definitions=DEFINITIONS,
-        summary=summarise(rows, period, incidents, slos),
+        summary=summarise(rows, period, incidents, slos, events),
         rows=rows,
         no_samples=sorted(missing),
         errors=_errors(conn, scope, period),
@@ -326,6 +331,7 @@ def build_report(
         trend_weeks=weeks,
         incidents=incidents,
         slos=slos,
+        events=events,
         comparisons=[
             ComparisonOut(target=c.target, baseline=c.baseline, sentence=c.sentence)
             for c in comparisons

@@ -10,6 +10,7 @@ from app.reports.content.period import Period
 
 if TYPE_CHECKING:
     from app.reports.content.build import IncidentOut, ReportRow
+    from app.reports.content.events import EventOut
     from app.reports.content.objectives import SloRow
 
 DEFINITIONS: dict[str, str] = {
@@ -60,6 +61,7 @@ def summarise(
     period: Period,
     incidents: Sequence[IncidentOut] = (),
     slos: Sequence[SloRow] = (),
+    events: Sequence[EventOut] = (),
 ) -> list[str]:
     out: list[str] = []
     noun = period.noun
@@ -141,6 +143,18 @@ def summarise(
         out.append(text + ".")
     elif rows:
         out.append(f"No outages or latency spikes this {noun}.")
+    kinds = [("firing", "alert firing", "alert firings"),
+             ("maintenance", "maintenance window", "maintenance windows"),
+             ("annotation", "annotation", "annotations")]  # fmt: skip
+    counted = [(sum(e.kind == k for e in events), one, many) for k, one, many in kinds]
+    if any(n for n, _, _ in counted):
+        out.append(
+            "Also this "
+            + noun
+            + ": "
+            + ", ".join(f"{n} {one if n == 1 else many}" for n, one, many in counted if n)
+            + "."
+        )
     return out
 
 

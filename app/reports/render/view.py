@@ -39,6 +39,14 @@ class IncidentView:
 
 
 @dataclass(frozen=True, slots=True)
+class EventView:
+    when: str
+    kind: str
+    text: str
+    link: str
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorView:
     code: str
     error_class: str
@@ -99,6 +107,7 @@ class ReportView:
     incidents: list[IncidentView] = field(default_factory=list)
     errors: list[ErrorView] = field(default_factory=list)
     slos: list[SloView] = field(default_factory=list)
+    events: list[EventView] = field(default_factory=list)
     slo_meanings: list[str] = field(default_factory=list)
     generated_text: str = ""
     link: str = ""
@@ -214,6 +223,16 @@ def make_view(
         ],
         slos=slos,
         slo_meanings=slo_meanings,
+        events=[
+            EventView(
+                when=fmt_time(e.at, zone)
+                + (f" to {fmt_time(e.ends_at, zone, with_zone=False)}" if e.ends_at else ""),
+                kind=e.kind,
+                text=e.text,
+                link=base_url.rstrip("/") + e.link,
+            )
+            for e in r.events
+        ],
         generated_text=fmt_time(r.generated_at, zone),
         link=base_url.rstrip("/") + r.link,
     )
