@@ -104,19 +104,21 @@ class ModeBlocks:
 def mode_blocks(
     b: Blocks, series_ids: tuple[int, ...], start: datetime, end: datetime
 ) -> ModeBlocks:
-    slots = sorted({t for t in b.block if start <= t < end})
+    """The mode's blocks in ``[start, end)`` on one time grid for all its sites, the
+    histogram columns trimmed to the buckets the mode uses (the resampling's cost)."""
+    per_site = [b.rows(sid, start, end) for sid in series_ids]
+    rows = np.concatenate(per_site) if per_site else np.zeros(0, dtype=np.int64)
+    slots = sorted({b.block[int(i)] for i in rows})
     index = {t: i for i, t in enumerate(slots)}
-    width = b.hist.shape[1]
+    used = np.nonzero(b.hist[rows].sum(axis=0))[0] if rows.size else np.zeros(0, dtype=np.int64)
+    c0, c1 = (int(used.min()), int(used.max()) + 1) if used.size else (0, 1)
     hists = []
-    for sid in series_ids:
-        m = np.zeros((len(slots), width))
-        for i in np.nonzero(b.series == sid)[0]:
-            k = index.get(b.block[int(i)])
-            if k is None:
-                continue
-            m[k] += b.hist[i]
+    for site_rows in per_site:
+        m = np.zeros((len(slots), c1 - c0))
+        for i in site_rows:
+            m[index[b.block[int(i)]]] += b.hist[int(i), c0:c1]
         hists.append(m)
-    return ModeBlocks(hists, b.lo)
+    return ModeBlocks(hists, b.lo + c0)
 
 
 def _boot_p95(mb: ModeBlocks, rng: np.random.Generator) -> npt.NDArray[np.float64]:

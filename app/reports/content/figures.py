@@ -53,9 +53,18 @@ class Blocks:
     maxs: npt.NDArray[np.float64]
     hist: npt.NDArray[np.float64]  # [rows, width]
     lo: int  # bucket index of hist's first column
+    index: dict[int, npt.NDArray[np.int64]] | None = None  # series -> its rows, built once
+
+    def rows_of(self, sid: int) -> npt.NDArray[np.int64]:
+        if self.index is None:
+            order = np.argsort(self.series, kind="stable")
+            ids, starts = np.unique(self.series[order], return_index=True)
+            parts = np.split(order, starts[1:])
+            self.index = {int(k): p.astype(np.int64) for k, p in zip(ids, parts, strict=True)}
+        return self.index.get(sid, np.zeros(0, dtype=np.int64))
 
     def rows(self, sid: int, start: datetime, end: datetime) -> npt.NDArray[np.int64]:
-        sel = [i for i in np.nonzero(self.series == sid)[0] if start <= self.block[int(i)] < end]
+        sel = [i for i in self.rows_of(sid) if start <= self.block[int(i)] < end]
         return np.asarray(sel, dtype=np.int64)
 
 
