@@ -101,7 +101,7 @@ def test_scheduled_mail_has_html_text_pdf_csv_and_the_apis_figures(
     assert set(files) == {pdf_name, csv_name}
     assert files[pdf_name][:5] == b"%PDF-"
     # readable without images: no <img>, the figures and sentences are text
-    assert "<img" not in html and "96.98" in html and "weekly</b> / dedicated" in html
+    assert "<img" not in html and "96.98 %" in html and "<b>weekly</b><br>dedicated" in html
     assert f'href="{BASE}/report?week={seeded.b_label}"' in html
     assert "96.98" in text and "TNS-12520" in text and f"{BASE}/samples?" in text
     # the API's figures for the same week are in the PDF (and in the CSV)

@@ -14,9 +14,9 @@ A p95 change is called **slower** or **faster** only when all three hold:
    difference real. Fewer than 4 blocks with samples in either period: too little
    data to tell;
 3. **week-to-week noise**: where the trend has at least 4 earlier changes, the change
-   is larger than twice their typical size (1.4826 x the median absolute log change, a
-   robust standard deviation): a week that moves as much as ordinary weeks do is not
-   news.
+   is larger than twice their typical size (1.2533 x the mean absolute log change
+   without the largest one: a standard deviation that one incident week does not
+   inflate): a week that moves as much as ordinary weeks do is not news.
 
 Otherwise it is "no clear change", whatever its sign. Availability is not an estimate
 but what happened (every failed run counts against it, as against an SLO): any change
@@ -130,11 +130,18 @@ def _boot_p95(mb: ModeBlocks, rng: np.random.Generator) -> npt.NDArray[np.float6
 
 
 def history_noise(p95s: list[float | None]) -> float | None:
-    """NOISE_K x the robust spread (percent) of earlier week-to-week log changes."""
-    changes = [math.log(b / a) for a, b in itertools.pairwise(p95s) if a and b and a > 0]
+    """NOISE_K x the typical size (percent) of earlier week-to-week log changes.
+
+    The spread is 1.2533 x the mean absolute change (a standard deviation for normal
+    changes) with the single largest change left out, so one incident week does not
+    widen it. Not the median: weekly p95s move in steps of one 4 % bucket, so most changes
+    are exactly 0 and a median would call every step news.
+    """
+    changes = [abs(math.log(b / a)) for a, b in itertools.pairwise(p95s) if a and b and a > 0]
     if len(changes) < MIN_HISTORY:
         return None
-    sigma = 1.4826 * float(np.median(np.abs(changes)))
+    kept = sorted(changes)[:-1] if len(changes) > MIN_HISTORY else changes
+    sigma = 1.2533 * float(np.mean(kept))
     return (math.exp(NOISE_K * sigma) - 1.0) * 100.0
 
 
@@ -148,8 +155,10 @@ def latency_verdict(
 ) -> Verdict:
     """The verdict on a p95 going from ``prev`` to ``cur`` (ms); ``history``: earlier
     periods' p95s, oldest first, ending with ``prev``'s period."""
-    if cur is None or prev is None or prev <= 0:
-        return Verdict("no previous period" if prev is None else "no data", None)
+    if cur is None:
+        return Verdict("no data", None)
+    if prev is None or prev <= 0:
+        return Verdict("no previous period", None)
     change = (cur / prev - 1.0) * 100.0
     noise = history_noise(history)
     lo = hi = None

@@ -107,5 +107,5 @@ def compare_modes(conn: Connection, modes: list[ModeScope], period: Period) -> C
             ratios.append(got[1])
     if not clauses:
         return None
-    sentence = "; ".join(clauses)
+    sentence = "; ".join(clauses).replace(" %", "\u00a0%")  # "23.4 %" never splits
     return Comparison(target.target, base.mode, sentence[0].upper() + sentence[1:] + ".", ratios)

@@ -31,8 +31,9 @@ DEFINITIONS: dict[str, str] = {
     f"of the ratio, from {N_BOOT} block-bootstrap resamples of each period cut into 6-hour "
     f"blocks (days for a month), excludes no change (with fewer than {MIN_BLOCKS} blocks "
     f"there is too little data to tell); and (3) week-to-week noise: the change is larger "
-    f"than {NOISE_K:g} x the typical size (robust standard deviation) of the earlier "
-    f"week-to-week changes of the 12-week trend, where at least {MIN_HISTORY} are known. "
+    f"than {NOISE_K:g} x the typical size (a standard deviation: 1.2533 x the mean absolute "
+    f"change, the largest left out) of the earlier week-to-week changes of the 12-week "
+    f"trend, where at least {MIN_HISTORY} are known. "
     "Anything else is 'no clear change', whatever its sign",
     "availability change": "in percentage points; availability is what happened, not an "
     "estimate, so any change of 0.01 points or more is called lower or higher",
@@ -131,8 +132,12 @@ def summarise(
     outages = [i for i in incidents if i.kind == "outage"]
     spikes = [i for i in incidents if i.kind == "spike"]
     if outages or spikes:
-        text = f"{len(outages)} outage{'s' if len(outages) != 1 else ''} and {len(spikes)} " \
-            f"latency spike{'s' if len(spikes) != 1 else ''}"  # fmt: skip
+
+        def count(n: int, what: str) -> str:
+            return f"{n or 'no'} {what}{'s' if n != 1 else ''}"
+
+        text = f"{count(len(outages), 'outage')} and {count(len(spikes), 'latency spike')}"
+        text = text[0].upper() + text[1:]
         if outages:
             worst = max(outages, key=lambda i: i.duration_s)
             codes = ", ".join(sorted(worst.codes, key=lambda c: -worst.codes[c])[:2])

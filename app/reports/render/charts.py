@@ -91,7 +91,7 @@ def line_chart(
     n = len(weeks)
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" '
-        f'height="{H}" role="img" aria-label="{escape(title)}" class="chart" '
+        f'height="{H}" role="img" aria-label="{escape(title)}" class="trend-chart" '
         'font-family="DejaVu Sans, Arial, sans-serif" font-size="9">',
         f"<title>{escape(title)}</title>",
         f'<text x="{LEFT}" y="11" font-size="10" font-weight="bold">{escape(title)}</text>',
