@@ -118,19 +118,33 @@ CW.builders.distribution = (data) => {
   };
 };
 
-CW.builders.ecdf = (data) => ({
-  traces: data.modes.map((m) => ({
-    type: "scatter", mode: "lines", name: m.name,
-    x: m.ecdf_x.length ? [m.ecdf_x[0], ...m.ecdf_x] : [], y: m.ecdf_y.length ? [0, ...m.ecdf_y] : [],
-    line: { color: m.color, dash: m.dash, shape: "hv", width: 2 },
-    hovertemplate: "%{x:.2f} ms: %{y:.1%}<extra>" + m.name + "</extra>",
-  })),
-  layout: CW.layoutBase({
-    xaxis: { title: { text: `${data.phase} (ms)` } },
-    yaxis: { title: { text: "share of samples at or below" }, tickformat: ".0%", range: [0, 1.02] },
-  }),
-  empty: data.modes.every((m) => m.ecdf_x.length === 0),
-});
+/* ECDF: the x axis ends at the largest p99.5 of the modes, so one outlier does not
+   squeeze every curve to the left; the cut and the slowest sample are said. */
+CW.builders.ecdf = (data) => {
+  const cut = Math.max(0, ...data.modes.map((m) => {
+    const i = m.ecdf_y.findIndex((y) => y >= 0.995);
+    return i < 0 ? 0 : m.ecdf_x[i];
+  }));
+  const slowest = Math.max(0, ...data.modes.map((m) => (m.ecdf_x.length ? m.ecdf_x[m.ecdf_x.length - 1] : 0)));
+  const clipped = cut > 0 && slowest > cut * 1.05;
+  return {
+    traces: data.modes.map((m) => ({
+      type: "scatter", mode: "lines", name: m.name,
+      x: m.ecdf_x.length ? [m.ecdf_x[0], ...m.ecdf_x] : [], y: m.ecdf_y.length ? [0, ...m.ecdf_y] : [],
+      line: { color: m.color, dash: m.dash, shape: "hv", width: 2 },
+      hovertemplate: "%{x:.2f} ms: %{y:.1%}<extra>" + m.name + "</extra>",
+    })),
+    layout: CW.layoutBase({
+      xaxis: Object.assign({ title: { text: `${data.phase} (ms)` } },
+        clipped ? { range: [0, cut * 1.05] } : {}),
+      yaxis: { title: { text: "share of samples at or below" }, tickformat: ".0%", range: [0, 1.02] },
+      annotations: clipped ? [{ xref: "paper", yref: "paper", x: 1, y: 0.02, xanchor: "right",
+        showarrow: false, font: { size: 11, color: "#595959" }, name: "cut",
+        text: `axis cut at p99.5 (${cut.toFixed(1)} ms); the slowest sample took ${slowest.toFixed(1)} ms` }] : [],
+    }),
+    empty: data.modes.every((m) => m.ecdf_x.length === 0),
+  };
+};
 
 CW.builders.daily = (data) => ({
   traces: data.modes.map((m) => ({
@@ -224,12 +238,41 @@ CW.drawAll = (windowedOnly = false, zoomed = false) => {
   );
 };
 
-/* ---- overview refresh: fetch the same page and swap the table ---- */
+/* ---- refresh: pages showing "now" fetch themselves again (the overview, spikes and
+   agents swap their [data-refresh] block; the target page redraws its charts when its
+   window ends now). A button pauses it; the pause is kept for the tab (sessionStorage). */
+CW.refreshPaused = () => sessionStorage.getItem("cw-refresh-paused") === "1";
+CW.addPauseButton = (anchor, every) => {
+  const btn = document.createElement("button");
+  btn.type = "button";
+  btn.className = "secondary refresh-toggle";
+  btn.dataset.refreshToggle = "";
+  const label = () => {
+    const paused = CW.refreshPaused();
+    btn.textContent = paused ? "Resume auto-refresh" : `Pause auto-refresh (every ${every} s)`;
+    btn.setAttribute("aria-pressed", paused ? "true" : "false");
+  };
+  btn.addEventListener("click", () => {
+    sessionStorage.setItem("cw-refresh-paused", CW.refreshPaused() ? "0" : "1");
+    label();
+  });
+  label();
+  anchor.before(btn);
+};
 CW.initRefresh = () => {
   const el = document.querySelector("[data-refresh]");
-  if (!el) return;
-  const every = Number(el.dataset.refresh) * 1000;
+  const live = !new URLSearchParams(location.search).get("to");  // a window that ends now
+  const charts = document.querySelector("[data-chart][data-windowed]") && live;
+  if (!el && !charts) return;
+  const every = el ? Number(el.dataset.refresh) : 60;
+  CW.addPauseButton(el || document.querySelector("[data-chart]"), every);
   setInterval(async () => {
+    if (CW.refreshPaused() || document.hidden) return;
+    if (!el) {  // zoomed or picked a past window since: nothing new to show
+      const stillLive = !new URLSearchParams(location.search).get("to");
+      if (stillLive && !document.querySelector("[aria-busy]")) CW.drawAll(true);
+      return;
+    }
     try {
       const res = await fetch(location.href, { headers: { Accept: "text/html" } });
       if (!res.ok) return;
@@ -238,9 +281,10 @@ CW.initRefresh = () => {
       if (fresh && !el.contains(document.activeElement)) {
         el.innerHTML = fresh.innerHTML;
         CW.localizeTimes(el);
+        el.dataset.refreshed = String(Number(el.dataset.refreshed || 0) + 1);
       }
     } catch (_) { /* keep the last view */ }
-  }, every);
+  }, every * 1000);
 };
 
 /* ---- test now: poll the probe request until the agent answers ---- */

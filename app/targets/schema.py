@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -46,6 +47,19 @@ from app.targets.params import (
 )
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$"
+
+
+def _check_name(v: str) -> str:
+    """A name in words, not as a regular expression (it ends up in URLs and file names)."""
+    if not re.fullmatch(_NAME, v):
+        raise ValueError(
+            f"{v!r} is not a valid name: use 1 to 63 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return v
+
+
+Name = Annotated[str, AfterValidator(_check_name)]
 SERVERSTATS_INTERVAL_MS = 60_000
 
 
@@ -60,7 +74,7 @@ class ProbeEntry(_Strict):
     probe: Literal["connping", "sessionping", "poolacquire", "commit", "sweep", "serverstats"]
     interval: Duration = Field(default=DEFAULT_INTERVAL_MS, ge=100)
     timeout: Duration | None = Field(default=None, gt=0)
-    site: str = Field(default="default", pattern=_NAME)
+    site: Name = "default"
     enabled: bool = True
     params: dict[str, Any] = Field(default_factory=dict)
 
@@ -83,7 +97,7 @@ class ProbeEntry(_Strict):
 
 
 class ModeEntry(_Strict):
-    name: str = Field(pattern=_NAME)
+    name: Name
     kind: str | None = None
     transport: Literal["tcp", "tcps", "ipc", "unix"] = "tcp"
     enabled: bool = True
@@ -107,7 +121,7 @@ class ModeEntry(_Strict):
 
 
 class TargetEntry(_Strict):
-    name: str = Field(pattern=_NAME)
+    name: Name
     kind: Literal["oracle", "postgres"]
     dsn: str = Field(min_length=1)
     username: str = Field(min_length=1)

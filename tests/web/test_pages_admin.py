@@ -144,7 +144,11 @@ def test_edit_keeps_the_password_when_left_empty_and_disables_a_mode(
 
 def test_disable_and_enable_a_target(client: TestClient, migrated_engine: Engine) -> None:
     client.post("/targets/new", data=_form(), follow_redirects=False)
-    res = client.post("/targets/billing/enabled", data={"enabled": "false"}, follow_redirects=False)
+    res = client.post(
+        "/targets/billing/enabled",
+        data={"enabled": "false", "confirm": "yes"},
+        follow_redirects=False,
+    )
     assert res.status_code == 303
     assert _target(migrated_engine, "billing")["enabled"] is False
     client.post("/targets/billing/enabled", data={"enabled": "true"})

@@ -36,15 +36,41 @@ async def _form(request: Request) -> dict[str, str]:
     return dict(pairs)
 
 
+FLASH = {
+    "saved": "Saved {}.",
+    "enabled": "Enabled {}: its modes are probed again.",
+    "disabled": "Disabled {}: it is no longer probed; its history stays. Enable it again here.",
+    "deleted": "Deleted {}: its modes and series are gone; the samples already stored stay "
+    "until retention drops them.",
+}
+
+
 @router.get("/targets", response_class=HTMLResponse)
 def targets_page(
-    request: Request, conn: ConnDep, templates: TemplatesDep, saved: str | None = None
+    request: Request,
+    conn: ConnDep,
+    templates: TemplatesDep,
+    saved: str | None = None,
+    done: str | None = None,
 ) -> Response:
+    what = done if done in FLASH else "saved"
+    flash = FLASH[what].format(saved) if saved else None
     return templates.TemplateResponse(
         request,
         "targets.html",
-        {"title": "Targets", "active": "Targets", "targets": load_targets(conn), "saved": saved},
+        {"title": "Targets", "active": "Targets", "targets": load_targets(conn), "flash": flash},
     )
+
+
+def _confirm_page(
+    request: Request, templates: TemplatesDep, name: str, action: str, **ctx: Any
+) -> Response:
+    return templates.TemplateResponse(
+        request,
+        "target_confirm.html",
+        {"title": f"{action.capitalize()} {name}?", "active": "Targets", "name": name,
+         "action": action, **ctx},
+    )  # fmt: skip
 
 
 @router.get("/targets/new", response_class=HTMLResponse)
@@ -131,15 +157,41 @@ async def update_target(
 
 
 @router.post("/targets/{name}/enabled")
-async def toggle_target(request: Request, name: str, engine: EngineDep) -> Response:
+async def toggle_target(
+    request: Request, name: str, engine: EngineDep, templates: TemplatesDep
+) -> Response:
     data = await _form(request)
     value = data.get("enabled")
     if value not in ("true", "false"):
         raise HTTPException(422, "enabled: expected true or false")
+    if value == "false" and data.get("confirm") != "yes":  # ask first: probing stops
+        with engine.connect() as conn:
+            target = target_or_404(conn, name)
+        return _confirm_page(request, templates, name, "disable", target=target)
     with engine.begin() as conn:
         if not forms.set_enabled(conn, name, value == "true"):
             raise HTTPException(404, f"no target named {name!r}")
-    return RedirectResponse(f"/targets?saved={quote(name)}", status_code=303)
+    done = "enabled" if value == "true" else "disabled"
+    return RedirectResponse(f"/targets?saved={quote(name)}&done={done}", status_code=303)
+
+
+@router.post("/targets/{name}/delete", response_class=HTMLResponse)
+async def delete_target(
+    request: Request, name: str, engine: EngineDep, templates: TemplatesDep
+) -> Response:
+    data = await _form(request)
+    typed = data.get("confirm_name")
+    if typed != name:  # ask first, by typing the name: this cannot be undone
+        with engine.connect() as conn:
+            target = target_or_404(conn, name)
+        wrong = typed is not None
+        return _confirm_page(
+            request, templates, name, "delete", target=target, wrong=wrong, typed=typed or ""
+        )
+    with engine.begin() as conn:
+        if not forms.delete_target(conn, name):
+            raise HTTPException(404, f"no target named {name!r}")
+    return RedirectResponse(f"/targets?saved={quote(name)}&done=deleted", status_code=303)
 
 
 @router.post("/targets/{name}/test")

@@ -55,6 +55,7 @@ class CompareMode(BaseModel):
     symbol: str
     n: int
     n_failed: int
+    timed: int = Field(0, description="ok samples that timed this phase (the percentiles' base)")
     availability: float | None
     p50: float | None
     p90: float | None
@@ -84,6 +85,16 @@ class CompareOut(BaseModel):
     confidence: float
     block_s: float = Field(description="width of the bootstrap blocks")
     modes: list[CompareMode]
+
+    @property
+    def block_text(self) -> str:
+        """The bootstrap blocks' width in words: "6-hour", "15-minute"."""
+        s = self.block_s
+        if s >= 3600 and s % 3600 == 0:
+            return f"{s / 3600:g}-hour"
+        if s >= 60:
+            return f"{s / 60:g}-minute"
+        return f"{s:g}-second"
 
 
 class DailyMode(BaseModel):
@@ -179,6 +190,7 @@ def compare_view(
                 **mode_style(m.kind),
                 n=m.n,
                 n_failed=m.n_error + m.n_timeout,
+                timed=m.count,
                 availability=m.availability,
                 p50=m.p50_ms,
                 p90=m.p90_ms,

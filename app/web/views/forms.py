@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 from pydantic import ValidationError
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Connection
 
 from app.credentials import SecretError, Vault, is_reference
@@ -250,4 +250,11 @@ def name_taken(conn: Connection, name: str) -> bool:
 
 def set_enabled(conn: Connection, name: str, enabled: bool) -> bool:
     res = conn.execute(update(targets).where(targets.c.name == name).values(enabled=enabled))
+    return bool(res.rowcount)
+
+
+def delete_target(conn: Connection, name: str) -> bool:
+    """Remove a target with its modes and series (as ``targets import --prune`` does);
+    its samples and rollups stay in the store until retention drops them."""
+    res = conn.execute(delete(targets).where(targets.c.name == name))
     return bool(res.rowcount)
