@@ -60,6 +60,9 @@ def test_help_lists_every_command() -> None:
     sub = run_cli("targets", "--help")
     for cmd in ("import", "export", "list"):
         assert f" {cmd} " in sub.stdout
+    flags = run_cli("targets", "import", "--help")  # a flag takes no value: no type shown
+    assert "--dry-run" in flags.stdout and "<bool>" not in flags.stdout
+    assert "<bool>" not in run_cli("connping", "--help").stdout
 
 
 def test_wrong_database_url_is_one_line(tmp_path: Path) -> None:
@@ -101,6 +104,11 @@ def test_targets_import_export_list_and_bad_file_changes_nothing(
     assert "3 created, 0 updated, 0 removed" in res.stdout
     listed = run_cli("targets", "list", env=store_env)
     assert "sales-prod" in listed.stdout and "billing-pg" in listed.stdout
+    # columns line up: every line has the DSN column (the last) where the header has it
+    lines = listed.stdout.splitlines()
+    series_end = lines[0].index("SERIES") + len("SERIES")
+    assert all(line[series_end - 1].isdigit() for line in lines[1:]), listed.stdout
+    assert len({line.index("  ", series_end - 1) for line in lines}) == 1, listed.stdout
     exported = run_cli("targets", "export", env=store_env)
     assert exported.returncode == 0
     out = tmp_path / "export.yaml"

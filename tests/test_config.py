@@ -46,3 +46,34 @@ def test_readme_settings_table_lists_every_setting_with_its_default() -> None:
         assert env in rows, f"README settings table lacks {env}"
         assert field.description, name
     assert set(rows) == {f"CONNWATCH_{n.upper()}" for n in Settings.model_fields}
+
+
+def _readme_default(cell: str) -> str:
+    return cell.strip().strip("`")
+
+
+def test_readme_defaults_are_the_codes_defaults() -> None:
+    """The README's default column says what the code does (issue 11: it was read but
+    never compared). Placeholders such as ``<hostname>-<pid>`` are computed at run time."""
+    readme = (ROOT / "README.md").read_text()
+    rows = dict(re.findall(r"^\| `(CONNWATCH_[A-Z0-9_]+)` \| ([^|]*) \|", readme, re.M))
+    wrong = {}
+    for name, field in Settings.model_fields.items():
+        said = _readme_default(rows[f"CONNWATCH_{name.upper()}"])
+        default = field.get_default(call_default_factory=True)
+        if "<" in said:
+            continue
+        if said == "unset":
+            ok = default is None or default == ""
+        elif isinstance(default, bool):
+            ok = said.lower() == str(default).lower()
+        elif isinstance(default, int | float):
+            ok = float(said) == float(default)
+        elif isinstance(default, Path):
+            ok = Path(said) == default or str(default).endswith(said)
+        else:
+            secret = getattr(default, "get_secret_value", None)
+            ok = said == str(secret() if secret else default)
+        if not ok:
+            wrong[name] = (said, default)
+    assert wrong == {}

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine
 
 from app import __version__
 from app.agent.output.wal import WalLocked
+from app.cli import helpfmt
 from app.cli.errors import CliError as CliError  # re-exported: commands import it from here
 from app.config import Settings
 from app.credentials import SecretError
@@ -29,6 +30,8 @@ from app.targets.schema import TargetsFileError
 
 if __name__ == "__main__":  # `python -m app.cli.main`: one module object, so command modules that
     sys.modules.setdefault("app.cli.main", sys.modules[__name__])  # import it share CliError
+
+helpfmt.install()
 
 cli = typer.Typer(
     name="connwatch",
@@ -347,10 +350,15 @@ def targets_list() -> None:
     if not rows:
         typer.echo("no targets (see 'connwatch targets import')")
         return
-    typer.echo(f"{'NAME':<24} {'KIND':<9} {'MODES':<36} {'SERIES':>6}  DSN")
-    for r in rows:
-        flag = "" if r.enabled else " (disabled)"
-        typer.echo(f"{r.name:<24} {r.kind:<9} {r.modes:<36} {r.series:>6}  {r.dsn}{flag}")
+    header = ("NAME", "KIND", "MODES", "SERIES", "DSN")
+    table = [
+        (r.name, r.kind, r.modes, str(r.series), r.dsn + ("" if r.enabled else " (disabled)"))
+        for r in rows
+    ]
+    widths = [max(len(row[i]) for row in [header, *table]) for i in range(4)]
+    for row in [header, *table]:  # columns as wide as their longest cell: always aligned
+        cells = [row[i].ljust(widths[i]) if i != 3 else row[i].rjust(widths[i]) for i in range(4)]
+        typer.echo("  ".join([*cells, row[4]]).rstrip())
 
 
 from app.cli.report import report_cli as _report_cli  # noqa: E402

@@ -59,6 +59,7 @@ _USER_PW_AT = re.compile(r"(\b[\w$#.]+)/[^\s@/]+@")
 _PG_STARTUP_FATAL = (
     (re.compile(r"database \".*\" does not exist"), "3D000"),
     (re.compile(r"password authentication failed"), "28P01"),
+    (re.compile(r"no password supplied"), "28P01"),  # libpq: the server asked, none was set
     (re.compile(r"role \".*\" does not exist|no pg_hba\.conf entry"), "28000"),
     (re.compile(r"too many clients|too many connections|no more connections"), "53300"),
     (re.compile(r"the database system is (starting up|shutting down|in recovery)"), "57P03"),

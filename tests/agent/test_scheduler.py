@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy.engine import Engine
 
 from app.agent.options import AgentOptions
@@ -68,14 +69,19 @@ def test_hanging_target_does_not_delay_the_others(
         run_agent(store, make_settings(tmp_path, "postgresql://unused/x"), 5.0)
     good = by_series(samples_of(store, healthy))
     bad = by_series(samples_of(store, hanging))
+    # every series produced samples (an empty result must not pass)
+    assert set(good) == set(healthy) and set(bad) == set(hanging)
     for rows in good.values():
         assert len(rows) >= 4 and gaps([r.scheduled_at for r in rows], 1000) == []
         assert all(r.status == "ok" for r in rows)
         # a healthy run never waited behind a hanging one (those take 900 ms each)
-        assert max((r.started_at - r.scheduled_at).total_seconds() for r in rows) < 0.3
+        assert max((r.started_at - r.scheduled_at).total_seconds() for r in rows) < 0.6
     for rows in bad.values():
         assert len(rows) >= 4 and gaps([r.scheduled_at for r in rows], 1000) == []
-        assert {r.status for r in rows} == {"timeout"}
+        # each instant times out; on a loaded machine a hung run's cleanup may still be
+        # running at the next instant, which is then recorded as skipped (OVERRUN)
+        assert {r.status for r in rows} <= {"timeout", "skipped"}
+        assert sum(r.status == "timeout" for r in rows) >= 3
 
 
 def test_overrun_and_late_runs_are_recorded_as_skipped(
@@ -115,7 +121,11 @@ def test_overrun_and_late_runs_are_recorded_as_skipped(
 
 
 def test_unbuildable_series_gives_config_errors_not_a_crash(
-    store: Engine, pg_cluster: PgCluster, pg_database: str, tmp_path: Path
+    store: Engine,
+    pg_cluster: PgCluster,
+    pg_database: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     good = pg_target_series(store, pg_cluster, pg_database, 1, interval_ms=500)
     with store.begin() as conn:
@@ -131,6 +141,9 @@ def test_unbuildable_series_gives_config_errors_not_a_crash(
     assert len(rows[bad]) >= 3 and {r.error_code for r in rows[bad]} == {"CONFIG"}
     assert {r.status for r in rows[bad]} == {"error"}
     assert {r.status for r in rows[good[0]]} == {"ok"}
+    said = [r.getMessage() for r in caplog.records if "cannot run" in r.getMessage()]
+    assert len(said) == 1, said  # once, not every run
+    assert said[0].count(f"series {bad} (") == 1, said  # its name once, not repeated
 
 
 def test_rate_limit_skips_instead_of_storming(

@@ -152,7 +152,11 @@ def test_driver_timeout_is_not_the_deadline() -> None:
 
 
 def test_a_task_that_swallows_cancellation_is_abandoned_then_ended() -> None:
+    """The sample comes back while the stubborn task still lives (order, not a stopwatch):
+    the runner abandons it instead of waiting, and its background re-cancels end it."""
     from app.probes import runner
+
+    stubborn_rounds = 30  # 30 re-cancels at RECANCEL_S apart: seconds, if anyone waited
 
     class Stubborn(Probe):
         name = "stubborn"
@@ -165,24 +169,24 @@ def test_a_task_that_swallows_cancellation_is_abandoned_then_ended() -> None:
                     await asyncio.sleep(3600)
                 except asyncio.CancelledError:
                     Stubborn.swallowed += 1
-                    if Stubborn.swallowed >= 8:
+                    if Stubborn.swallowed >= stubborn_rounds:
                         raise
 
-    async def go() -> tuple[object, float, int]:
-        t0 = time.perf_counter()
+    async def go() -> tuple[object, int, int]:
         s = await run_once(Stubborn(ProbeSpec("x", PostgresEndpoint("h", 1, "d", "u"), 0.2)))
-        elapsed = time.perf_counter() - t0
+        swallowed_at_return = Stubborn.swallowed
         abandoned = len(runner._ABANDONED)
-        for _ in range(50):
+        for _ in range(600):  # generous: up to 30 s on a loaded machine
             if not runner._ABANDONED:
                 break
             await asyncio.sleep(0.05)
-        return s, elapsed, abandoned
+        return s, swallowed_at_return, abandoned
 
-    s, elapsed, abandoned = asyncio.run(go())
+    s, swallowed_at_return, abandoned = asyncio.run(go())
     assert s.status is SampleStatus.TIMEOUT  # type: ignore[attr-defined]
-    assert elapsed <= 0.2 * 1.10
+    assert 1 <= swallowed_at_return < stubborn_rounds  # returned while the task lived on
     assert abandoned == 1 and not runner._ABANDONED  # ended by the background re-cancels
+    assert Stubborn.swallowed == stubborn_rounds
 
 
 @pytest.mark.parametrize(

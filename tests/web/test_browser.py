@@ -4,6 +4,7 @@ the range picker and zoom change the window, a target is added through the form.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -58,25 +59,50 @@ def test_target_page_charts_carry_data(live_server: LiveServer, data: Seeded, pa
     assert page.console_errors == []
 
 
+def _axis_span_s(page: Any, selector: str) -> float:
+    a, b = page.eval_on_selector(
+        selector,
+        "el => el.layout.xaxis.range.map(s => new Date(String(s).replace(' ', 'T')).getTime())",
+    )
+    return (float(b) - float(a)) / 1000
+
+
+def _step_s(page: Any, selector: str) -> float:
+    """The bucket width of the drawn data: the gap between two neighbouring points."""
+    xs = page.eval_on_selector(
+        selector,
+        "el => el.data.find(t => (t.name || '').endsWith('p50')).x"
+        ".filter(x => x !== null).slice(0, 3)"
+        ".map(s => new Date(String(s).replace(' ', 'T')).getTime())",
+    )
+    return (xs[1] - xs[0]) / 1000
+
+
 def test_range_picker_changes_the_url_and_the_resolution(
     live_server: LiveServer, data: Seeded, page: Any
 ) -> None:
     page.goto(live_server.url + "/target/sales?range=1h")
     first = _chart_ready(page, "#chart-logon")
+    assert first["resolution"] == "raw"
+    assert abs(_axis_span_s(page, "#chart-logon") - 3600) < 2
+    fine = _step_s(page, "#chart-logon")
     page.click("a[data-range='24h']")
     page.wait_for_url(re.compile(r"range=24h"))
     second = _chart_ready(page, "#chart-logon")
     assert second["state"] == "ready"
-    assert first["resolution"] == "raw"
+    assert abs(_axis_span_s(page, "#chart-logon") - 86400) < 2  # the window picked, all of it
+    assert _step_s(page, "#chart-logon") > fine  # wider buckets for the wider window
     assert page.locator("a[data-range='24h'][aria-current=true]").count() == 1
+    assert page.locator("a[data-range='1h'][aria-current=true]").count() == 0
     assert page.console_errors == []
 
 
 def test_zoom_fetches_a_finer_window_and_puts_it_in_the_url(
     live_server: LiveServer, data: Seeded, page: Any
 ) -> None:
-    page.goto(live_server.url + "/target/sales?range=24h")
+    page.goto(live_server.url + "/target/sales?range=24h&layout=overlay")
     _chart_ready(page, "#chart-logon")
+    coarse = _step_s(page, "#chart-logon")
     box = page.locator("#chart-logon .nsewdrag").first.bounding_box()
     y = box["y"] + box["height"] / 2
     page.mouse.move(box["x"] + box["width"] * 0.93, y)
@@ -86,10 +112,20 @@ def test_zoom_fetches_a_finer_window_and_puts_it_in_the_url(
     page.wait_for_url(re.compile(r"from=.*&to="))
     page.wait_for_function(
         "document.querySelector('#chart-ping').dataset.state === 'ready' && "
-        "!document.querySelector('#chart-ping').hasAttribute('aria-busy')"
+        "!document.querySelector('#chart-ping').hasAttribute('aria-busy') && "
+        "!document.querySelector('#chart-logon').hasAttribute('aria-busy')"
     )
     url = page.url
     assert "range=" not in url
+    q = dict(re.findall(r"[?&](from|to)=([^&]+)", url))
+    span = (
+        datetime.fromisoformat(q["to"].replace("%3A", ":").replace("Z", "+00:00"))
+        - datetime.fromisoformat(q["from"].replace("%3A", ":").replace("Z", "+00:00"))
+    ).total_seconds()
+    assert 0.02 * 86400 < span < 0.06 * 86400  # about the 4 % of the day that was dragged
+    assert abs(_axis_span_s(page, "#chart-logon") - span) < 2  # the charts show that window
+    assert abs(_axis_span_s(page, "#chart-ping") - span) < 2  # every chart of the page
+    assert _step_s(page, "#chart-logon") < coarse  # finer buckets were fetched
     assert page.console_errors == []
 
 

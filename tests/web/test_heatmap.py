@@ -114,5 +114,9 @@ def test_heatmap_draws_in_the_viewers_zone(live_server: LiveServer, page: Any) -
     assert z[local.isoweekday() - 1][local.hour] == pytest.approx(100.0, rel=REL)
     title = page.eval_on_selector("#chart-heatmap", "el => el.layout.xaxis.title.text")
     assert title == "hour of day (Europe/Paris)"
+    # the colours start at 0 ms, and the real range is written above the chart
+    assert page.eval_on_selector("#chart-heatmap", "el => el.data[0].zmin") == 0
+    note = page.eval_on_selector("#chart-heatmap", "el => el.layout.annotations[0].text")
+    assert note.startswith("p95 from ") and note.endswith("ms (colours from 0 ms)")
     page.screenshot(path="test-artifacts/heatmap.png", full_page=True)
     assert page.console_errors == []

@@ -442,7 +442,7 @@ class SeriesScheduler:
         try:
             probe = self._probe(job)
         except (SpecError, ProbeConfigError) as exc:
-            msg = str(exc)
+            msg = str(exc).removeprefix(f"{row.label}: ")  # the spec error may name it too
             if job.config_error != msg:
                 log.error("%s cannot run: %s", row.label, msg)
                 job.config_error = msg
