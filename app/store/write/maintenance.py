@@ -11,10 +11,14 @@ minutes still wait for their rollup).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from psycopg.errors import DeadlockDetected, LockNotAvailable
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
 
 from app.config import Settings, get_settings
 from app.store.write.packed import CompactReport, compact_pending
@@ -73,3 +77,19 @@ def maintain(
             engine, after_days=settings.compact_after_days, now=now, max_days=1
         )
     return report
+
+
+def analyze_retrying(engine: Engine, *tables: str, tries: int = 5) -> None:
+    """ANALYZE, in its own transaction, retried: next to a live agent, whose maintenance
+    creates and packs partitions (ACCESS EXCLUSIVE), it can deadlock; statistics are an
+    optimisation, so after the last try it is left to autovacuum."""
+    for attempt in range(tries):
+        try:
+            with engine.begin() as conn:
+                for table in tables:
+                    conn.execute(text(f"analyze {table}"))
+            return
+        except DBAPIError as exc:
+            if not isinstance(exc.orig, DeadlockDetected | LockNotAvailable):
+                raise
+            time.sleep(0.5 * (attempt + 1))

@@ -37,6 +37,7 @@ from sqlalchemy.engine import Connection, Engine
 from app.models import ORACLE_MODES
 from app.store.histogram.buckets import bucket_index, bucket_value
 from app.store.layout import driver_connection, rollup_value_columns
+from app.store.write.maintenance import analyze_retrying
 from app.store.write.partitions import ensure_rollup_partitions, ensure_sample_days
 from app.store.write.rollups import mark_dirty, roll_up_pending, weeks_backfill_sql
 
@@ -859,10 +860,10 @@ def backfill(
     report.seconds["raw"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     with engine.begin() as conn:
-        conn.execute(text("analyze samples"))
         mark_dirty(
             conn, _day_start(raw_first), max(report.ends.values()) + timedelta(seconds=1), todo_ids
         )
+    analyze_retrying(engine, "samples")
     while True:
         rep = roll_up_pending(engine, batch=20000, budget_s=60.0)
         if not rep.more_pending:
@@ -894,6 +895,6 @@ def backfill(
             say(f"rollups back to {day}")
     with engine.begin() as conn:
         conn.execute(text(weeks_backfill_sql()))
-        conn.execute(text("analyze rollup_1h; analyze rollup_1d; analyze rollup_1w"))
+    analyze_retrying(engine, "rollup_1h", "rollup_1d", "rollup_1w")
     report.seconds["rollup_history"] = time.perf_counter() - t2
     return report
