@@ -203,6 +203,7 @@ CW.drawChart = async (el, zoomed = false) => {
     return;
   }
   const fig = CW.builders[el.dataset.chart](data);
+  if (el.dataset.events && !fig.empty) await CW.addEvents(el, fig, data);
   el.dataset.state = fig.empty ? "empty" : "ready";
   el.dataset.points = String(fig.traces.reduce((a, t) => a + ((t.y || t.x || []).length), 0));
   el.dataset.resolution = data.resolution || "";
@@ -224,6 +225,45 @@ CW.drawChart = async (el, zoomed = false) => {
       }
     });
   }
+};
+
+/* Annotations, alert firings/resolutions and maintenance windows on a time chart
+   (data-events = the target's /events API): a dashed line per event with its text on
+   hover, a shaded span per maintenance window. A failed fetch only leaves them out. */
+CW.addEvents = async (el, fig, data) => {
+  const url = new URL(el.dataset.events, location.origin);
+  CW.windowParams().forEach((v, k) => url.searchParams.set(k, v));
+  let ev;
+  try { ev = await CW.getJSON(url); } catch (err) { return; }
+  const layout = fig.layout;
+  layout.shapes = [...(layout.shapes || [])];
+  layout.annotations = [...(layout.annotations || [])];
+  const lo = Date.parse(data.window_start || data.start), hi = Date.parse(data.window_end || data.end);
+  const colour = { annotation: "#555555", firing: "#b00020", resolved: "#009E73" };
+  for (const w of ev.maintenance || []) {
+    const a = Math.max(Date.parse(w.start), lo), b = Math.min(Date.parse(w.end), hi);
+    if (b <= a) continue;
+    layout.shapes.push({ type: "rect", xref: "x", yref: "paper", y0: 0, y1: 1, layer: "below",
+      x0: CW.local(new Date(a).toISOString()), x1: CW.local(new Date(b).toISOString()),
+      fillcolor: "rgba(86,180,233,0.15)", line: { width: 0 }, name: "maintenance" });
+    layout.annotations.push({ xref: "x", yref: "paper", x: CW.local(new Date(a).toISOString()),
+      y: 0, xanchor: "left", yanchor: "bottom", showarrow: false, text: `maintenance: ${w.name}`,
+      font: { size: 10, color: "#0b5e8a" }, name: "maintenance" });
+  }
+  const events = (ev.events || []).filter((e) => { const t = Date.parse(e.at); return t >= lo && t <= hi; });
+  events.slice(-40).forEach((e, i) => {
+    const x = CW.local(e.at);
+    layout.shapes.push({ type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1,
+      line: { color: colour[e.kind] || "#555555", width: 1, dash: e.kind === "annotation" ? "dot" : "dash" },
+      name: `event-${e.kind}` });
+    const label = e.kind === "annotation" ? `✎ ${e.text}` : `${e.kind === "firing" ? "▲" : "▼"} ${e.rule}`;
+    layout.annotations.push({ xref: "x", yref: "paper", x, y: 1, yanchor: "bottom", xanchor: "left",
+      showarrow: false, textangle: 0, font: { size: 10, color: colour[e.kind] || "#555555" },
+      text: label.length > 40 ? `${label.slice(0, 39)}…` : label,
+      hovertext: `${CW.utc(e.at)} ${e.kind}: ${e.text}${e.author ? ` (${e.author})` : ""}`,
+      name: `event-${e.kind}`, yshift: (i % 3) * 11 });
+  });
+  el.dataset.eventsDrawn = String(events.length + (ev.maintenance || []).length);
 };
 
 CW.drawAll = (windowedOnly = false, zoomed = false) => {

@@ -141,6 +141,33 @@ def parse_alerts(raw_text: str, source: str) -> AlertsDoc:
     return AlertsDoc(**parsed)
 
 
+def parse_entry(section: str, raw_text: str, source: str = "form") -> Any:
+    """One entry of ``section`` typed as YAML (the web editors); AlertsFileError lists
+    every problem like a file import does."""
+    what, model = SECTIONS[section]
+    try:
+        raw = yaml.safe_load(raw_text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise AlertsFileError(
+            [f"{source}:{where} not valid YAML: {getattr(exc, 'problem', exc)}"]
+        ) from None
+    if not isinstance(raw, dict):
+        raise AlertsFileError(
+            [f"{source}: expected one {what} as a mapping (name: ..., kind: ...)"]
+        )
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        errors = []
+        for err in exc.errors():
+            loc = _loc(tuple(p for p in err["loc"] if p != "__root__"))
+            msg = str(err["msg"]).removeprefix("Value error, ")
+            errors.append(f"{loc + ': ' if loc else ''}{msg}")
+        raise AlertsFileError(errors) from None
+
+
 def load_alerts_file(path: Path) -> AlertsDoc:
     try:
         raw_text = path.read_text()

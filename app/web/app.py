@@ -146,6 +146,13 @@ def create_app(engine: Engine, *, vault: Vault | None = None) -> FastAPI:
     app.include_router(report.router)
     app.include_router(report_admin.router)
     app.include_router(heatmap.router)
+    from app.web.routes.alerting import api as alerting_api
+    from app.web.routes.alerting import pages as alerting_pages
+    from app.web.routes.alerting import settings as alerting_settings
+
+    app.include_router(alerting_api.router)
+    app.include_router(alerting_pages.router)
+    app.include_router(alerting_settings.router)
     app.include_router(errors.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     return app

@@ -16,6 +16,7 @@ from app.web.timerange import PRESETS, iso
 
 NAV: tuple[tuple[str, str], ...] = (
     ("/", "Overview"),
+    ("/alerts", "Alerts"),
     ("/compare", "Compare"),
     ("/spikes", "Spikes"),
     ("/report", "Report"),

@@ -14,6 +14,8 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
+from app.alerts.annotations import events
+from app.web.routes.alerting.pages import firing_summary
 from app.web.deps import ConnDep, TemplatesDep
 from app.web.palette import mode_style
 from app.web.params import (
@@ -63,6 +65,7 @@ def overview(
             "now": now,
             "refresh_s": refresh,
             "spark": sparkline_svg,
+            "firing": firing_summary(conn),  # alerts first (app/web/routes/alerting)
         },
     )
 
@@ -194,6 +197,7 @@ def spikes_page(
             "tr": window,
             "base": _base_params(request),
             "view": view,
+            "events": events(conn, window.start, window.end, target=target),
         },
     )
 

@@ -1,0 +1,37 @@
+"""What the alerting pages and API share: the public URL, the test message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import HTTPException
+from sqlalchemy.engine import Engine
+
+from app.auth import audit
+from app.auth.principal import Principal
+from app.config import get_settings
+from app.notify.deliver import Deliverer, public_url
+from app.notify.outbox import get_status
+from app.notify.testmessage import enqueue_test
+
+
+def base_url() -> str:
+    return public_url(get_settings())
+
+
+def send_test(engine: Engine, who: Principal, name: str) -> dict[str, Any]:
+    """Queue a test message to ``name`` and deliver it now; say what the receiver answered."""
+    with engine.begin() as conn:
+        try:
+            mid = enqueue_test(conn, name, author=who.name)
+        except LookupError as exc:
+            raise HTTPException(404, str(exc)) from None
+        audit.record(conn, who, "contact_point.test", object_type="contact_point", object_name=name)
+    deliverer = Deliverer(engine, get_settings(), name=f"web-test-{mid}")
+    try:
+        deliverer.run_once(only_id=mid)
+    finally:
+        deliverer.close()
+    with engine.connect() as conn:
+        status, error = get_status(conn, mid) or ("pending", None)
+    return {"id": mid, "status": status, "error": error}
