@@ -15,7 +15,6 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.alerts.annotations import events
-from app.web.routes.alerting.pages import firing_summary
 from app.web.deps import ConnDep, TemplatesDep
 from app.web.palette import mode_style
 from app.web.params import (
@@ -27,6 +26,7 @@ from app.web.params import (
     pick_modes,
     target_or_404,
 )
+from app.web.routes.alerting.pages import firing_summary
 from app.web.views import samples as samples_view
 from app.web.views.comparing import compare_view
 from app.web.views.incidents import incidents

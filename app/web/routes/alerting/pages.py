@@ -15,10 +15,10 @@ from pydantic import ValidationError
 
 from app.alerts import queries
 from app.alerts.annotations import AnnotationError, AnnotationSpec, add_annotation, events
+from app.alerts.lease import lease_holder
 from app.alerts.mute.acks import AckError, acknowledge, unacknowledge
 from app.alerts.mute.maintenance import list_windows, open_windows
 from app.alerts.mute.silences import SilenceSpec, create_silence, expire_silence, list_silences
-from app.alerts.lease import lease_holder
 from app.auth import audit
 from app.targets.durations import parse_duration_ms
 from app.targets.selector import Selector

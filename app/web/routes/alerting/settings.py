@@ -36,16 +36,16 @@ from app.web.routes.alerting.common import send_test
 router = APIRouter(include_in_schema=False, dependencies=[Depends(require_viewer)])
 
 TEMPLATES = {
-    "latency": "name: sales-logon-slow\nkind: latency\nselector: {targets: [sales*], probe: connping}\n"
-    "phase: logon\npercentile: p95\nwindow: 5m\nthreshold_ms: 200\nclear_ms: 150\npending: 2m\n"
+    "latency": "name: sales-logon-slow\nkind: latency\n"
+    "selector: {targets: [sales*], probe: connping}\nphase: logon\npercentile: p95\nwindow: 5m\nthreshold_ms: 200\nclear_ms: 150\npending: 2m\n"
     "contact_points: []\n",
     "availability": "name: listener-refusing\nkind: availability\nselector: {probe: connping}\n"
     "m: 3\nn: 5\ncodes: [TNS-125*]\ncontact_points: []\n",
     "baseline": "name: slower-than-usual\nkind: baseline\nselector: {modes: [pooled]}\n"
     "window: 15m\nratio: 2.0\nbaseline: weeks\n",
     "slo_burn": "name: budget-burn\nkind: slo_burn\nslo: NAME-OF-AN-SLO\n",
-    "mode_compare": "name: drcp-vs-dedicated\nkind: mode_compare\nmode: pooled\nagainst: dedicated\n"
-    "slower_pct: 20\nwindow: 1h\n",
+    "mode_compare": "name: drcp-vs-dedicated\nkind: mode_compare\nmode: pooled\n"
+    "against: dedicated\nslower_pct: 20\nwindow: 1h\n",
     "nodata": "name: no-samples\nkind: nodata\nper: series\nintervals: 3\n",
     "agent": "name: agent-down\nkind: agent\nafter: 60s\n",
 }
