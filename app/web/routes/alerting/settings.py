@@ -37,7 +37,8 @@ router = APIRouter(include_in_schema=False, dependencies=[Depends(require_viewer
 
 TEMPLATES = {
     "latency": "name: sales-logon-slow\nkind: latency\n"
-    "selector: {targets: [sales*], probe: connping}\nphase: logon\npercentile: p95\nwindow: 5m\nthreshold_ms: 200\nclear_ms: 150\npending: 2m\n"
+    "selector: {targets: [sales*], probe: connping}\nphase: logon\npercentile: p95\n"
+    "window: 5m\nthreshold_ms: 200\nclear_ms: 150\npending: 2m\n"
     "contact_points: []\n",
     "availability": "name: listener-refusing\nkind: availability\nselector: {probe: connping}\n"
     "m: 3\nn: 5\ncodes: [TNS-125*]\ncontact_points: []\n",
