@@ -67,17 +67,17 @@ def test_simulator_faults_fire_and_resolve(
             username="scott",
             password_ref="env:CW_TEST_SIM_PW",
         )
-        add_series(conn, add_mode(conn, t, "dedicated"), interval_ms=1000, timeout_ms=900)
+        add_series(conn, add_mode(conn, t, "dedicated"), interval_ms=1000, timeout_ms=1000)
         upsert_rule(
             conn,
             RuleSpec(
                 name="sim-logon-slow",
                 kind="latency",
                 phase="logon",
-                percentile="p95",
+                percentile="p50",
                 window="10s",
-                threshold_ms=150,
-                clear_ms=100,
+                threshold_ms=350,
+                clear_ms=200,
                 pending="3s",
                 contact_points=["hook"],
                 group_wait="0s",
@@ -110,7 +110,7 @@ def test_simulator_faults_fire_and_resolve(
             conn.rollback()
         assert _statuses(http_receiver, "sim-logon-slow") == []
 
-        fault = oraclesim.faults.add("slow", "logon", delay_ms=300)
+        fault = oraclesim.faults.add("slow", "logon", delay_ms=600)
         assert wait_until(lambda: _statuses(http_receiver, "sim-logon-slow") == ["firing"], 60)
         oraclesim.faults.remove(fault.id)
         assert wait_until(
