@@ -15,7 +15,8 @@ of the series slow so that 50 rules fire and write.
 every 2 s, default evaluation interval 15 s) and an HTTP receiver, then per round switches
 a fault on (600 ms slower logons, or a refusing listener), waits for the firing webhook,
 switches it off and waits for the resolution. The figure is fault on -> webhook received.
-Rules: latency p50 over 30 s > 350 ms, clear < 200 ms (pending 0; the fault adds 600 ms); availability 3 of the last 5 runs failed.
+Rules: latency p50 over 30 s > 350 ms, clear < 200 ms (pending 0; the fault adds 600 ms);
+availability 3 of the last 5 runs failed.
 Every figure is printed; nothing is asserted.
 """
 
