@@ -53,7 +53,7 @@ class AlertService:
         self._stop.set()
         self._deliver_stop.set()
         for t in self._threads:
-            t.join(timeout=30)
+            t.join(timeout=5)  # daemon threads: a stuck store call must not hold the exit
         if self.leader:
             try:
                 self.lease.release()
