@@ -6,6 +6,7 @@ pipelines can annotate) and is written to the audit log in the same transaction.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
@@ -25,14 +26,13 @@ from app.alerts.mute.acks import AckError, acknowledge, unacknowledge
 from app.alerts.mute.maintenance import list_windows, spans
 from app.alerts.mute.silences import SilenceSpec, create_silence, expire_silence, list_silences
 from app.alerts.rules import RuleSpec, delete_rule, get_rule, list_rules, upsert_rule
-from app.auth import audit
 from app.notify.contacts import list_contact_points
 from app.notify.outbox import delivery_log
 from app.slo.compute import slo_status
 from app.slo.definitions import get_slo, list_slos
-from app.web.access.guards import OperatorDep, require_viewer
-from app.web.deps import ConnDep, EngineDep
+from app.web.deps import ConnDep, EngineDep, VaultDep
 from app.web.params import Window, Window7d
+from app.web.routes.alerting.access import OperatorDep, record, require_viewer
 from app.web.routes.alerting.common import base_url, send_test
 
 router = APIRouter(prefix="/api/v1", tags=["alerts"], dependencies=[Depends(require_viewer)])
@@ -85,7 +85,7 @@ def api_put_rule(engine: EngineDep, who: OperatorDep, name: str, spec: RuleSpec)
         _check_references(conn, spec)
         before = get_rule(conn, name)
         _, created = upsert_rule(conn, spec, author=who.name)
-        audit.record(
+        record(
             conn,
             who,
             "rule.create" if created else "rule.update",
@@ -112,7 +112,7 @@ def api_delete_rule(engine: EngineDep, who: OperatorDep, name: str) -> dict[str,
         before = get_rule(conn, name)
         if before is None or not delete_rule(conn, name):
             raise HTTPException(404, f"no rule named {name!r}")
-        audit.record(
+        record(
             conn,
             who,
             "rule.delete",
@@ -167,7 +167,7 @@ def api_ack(engine: EngineDep, who: OperatorDep, body: AckBody) -> dict[str, Any
             )
         except AckError as exc:
             raise HTTPException(422, str(exc)) from None
-        audit.record(
+        record(
             conn,
             who,
             "alert.ack",
@@ -183,7 +183,7 @@ def api_unack(engine: EngineDep, who: OperatorDep, rule: str, fingerprint: str) 
     with engine.begin() as conn:
         if not unacknowledge(conn, rule=rule, fingerprint=fingerprint):
             raise HTTPException(404, "no acknowledgement to withdraw")
-        audit.record(
+        record(
             conn, who, "alert.unack", object_type="alert", object_name=f"{rule} {{{fingerprint}}}"
         )
     return {"acknowledged": False}
@@ -234,7 +234,7 @@ def api_silence(engine: EngineDep, who: OperatorDep, body: SilenceBody) -> dict[
         raise HTTPException(422, f"{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
     with engine.begin() as conn:
         sid = create_silence(conn, spec)
-        audit.record(
+        record(
             conn,
             who,
             "silence.create",
@@ -250,9 +250,7 @@ def api_expire(engine: EngineDep, who: OperatorDep, silence_id: int) -> dict[str
     with engine.begin() as conn:
         if not expire_silence(conn, silence_id):
             raise HTTPException(404, f"no active or pending silence {silence_id}")
-        audit.record(
-            conn, who, "silence.expire", object_type="silence", object_name=str(silence_id)
-        )
+        record(conn, who, "silence.expire", object_type="silence", object_name=str(silence_id))
     return {"expired": silence_id}
 
 
@@ -272,7 +270,7 @@ def api_annotate(
             aid = add_annotation(conn, spec, author=who.name, source="api", now=_now())
         except AnnotationError as exc:
             raise HTTPException(422, str(exc)) from None
-        audit.record(
+        record(
             conn,
             who,
             "annotation.create",
@@ -290,7 +288,7 @@ def api_delete_annotation(
     with engine.begin() as conn:
         if not delete_annotation(conn, annotation_id):
             raise HTTPException(404, f"no annotation {annotation_id}")
-        audit.record(
+        record(
             conn, who, "annotation.delete", object_type="annotation", object_name=str(annotation_id)
         )
     return {"deleted": annotation_id}
@@ -352,8 +350,10 @@ def api_deliveries(
 
 
 @router.post("/contact-points/{name}/test", summary="send a test message now (operator)")
-def api_test_contact(engine: EngineDep, who: OperatorDep, name: str) -> dict[str, Any]:
-    return send_test(engine, who, name)
+def api_test_contact(
+    engine: EngineDep, vault: VaultDep, who: OperatorDep, name: str
+) -> dict[str, Any]:
+    return send_test(engine, who, name, vault)
 
 
 @router.get("/slos", summary="SLOs with attainment and error budget over their window, per mode")
@@ -364,7 +364,7 @@ def api_slos(conn: ConnDep) -> list[dict[str, Any]]:
     series = catalog(conn)
     out = []
     for slo in list_slos(conn):
-        groups: dict[str, list[int]] = {}
+        groups: dict[Hashable, list[int]] = {}
         for s in slo.spec.selector.select(series):
             groups.setdefault(f"{s.target}/{s.mode}", []).append(s.series_id)
         status = slo_status(conn, slo.spec, groups, now)

@@ -7,27 +7,27 @@ from typing import Any
 from fastapi import HTTPException
 from sqlalchemy.engine import Engine
 
-from app.auth import audit
-from app.auth.principal import Principal
 from app.config import get_settings
+from app.credentials import Vault
 from app.notify.deliver import Deliverer, public_url
 from app.notify.outbox import get_status
 from app.notify.testmessage import enqueue_test
+from app.web.routes.alerting.access import Actor, record
 
 
 def base_url() -> str:
     return public_url(get_settings())
 
 
-def send_test(engine: Engine, who: Principal, name: str) -> dict[str, Any]:
+def send_test(engine: Engine, who: Actor, name: str, vault: Vault | None = None) -> dict[str, Any]:
     """Queue a test message to ``name`` and deliver it now; say what the receiver answered."""
     with engine.begin() as conn:
         try:
             mid = enqueue_test(conn, name, author=who.name)
         except LookupError as exc:
             raise HTTPException(404, str(exc)) from None
-        audit.record(conn, who, "contact_point.test", object_type="contact_point", object_name=name)
-    deliverer = Deliverer(engine, get_settings(), name=f"web-test-{mid}")
+        record(conn, who, "contact_point.test", object_type="contact_point", object_name=name)
+    deliverer = Deliverer(engine, get_settings(), vault=vault, name=f"web-test-{mid}")
     try:
         deliverer.run_once(only_id=mid)
     finally:

@@ -19,12 +19,11 @@ from app.alerts.lease import lease_holder
 from app.alerts.mute.acks import AckError, acknowledge, unacknowledge
 from app.alerts.mute.maintenance import list_windows, open_windows
 from app.alerts.mute.silences import SilenceSpec, create_silence, expire_silence, list_silences
-from app.auth import audit
 from app.targets.durations import parse_duration_ms
 from app.targets.selector import Selector
-from app.web.access.guards import OperatorDep, require_viewer
 from app.web.deps import ConnDep, EngineDep, TemplatesDep
 from app.web.routes.admin import _form
+from app.web.routes.alerting.access import OperatorDep, record, require_viewer
 from app.web.routes.alerting.common import base_url
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(require_viewer)])
@@ -127,7 +126,7 @@ async def ack(request: Request, engine: EngineDep, who: OperatorDep) -> Response
             )
         except AckError as exc:
             raise HTTPException(422, str(exc)) from None
-        audit.record(
+        record(
             conn,
             who,
             "alert.ack",
@@ -144,7 +143,7 @@ async def unack(request: Request, engine: EngineDep, who: OperatorDep) -> Respon
     with engine.begin() as conn:
         if not unacknowledge(conn, rule=f.get("rule", ""), fingerprint=f.get("fingerprint", "")):
             raise HTTPException(404, "no acknowledgement to withdraw")
-        audit.record(
+        record(
             conn,
             who,
             "alert.unack",
@@ -185,7 +184,7 @@ async def silence(
         return _page(request, conn, templates, errors=errors, form=f, status=422)
     with engine.begin() as wconn:
         sid = create_silence(wconn, spec)
-        audit.record(
+        record(
             wconn,
             who,
             "silence.create",
@@ -204,9 +203,7 @@ async def expire(
     with engine.begin() as conn:
         if not expire_silence(conn, silence_id):
             raise HTTPException(404, f"no active or pending silence {silence_id}")
-        audit.record(
-            conn, who, "silence.expire", object_type="silence", object_name=str(silence_id)
-        )
+        record(conn, who, "silence.expire", object_type="silence", object_name=str(silence_id))
     return _back(f"silence {silence_id} ended")
 
 
@@ -219,7 +216,7 @@ async def annotate(
         spec = AnnotationSpec(text=f.get("text", ""), target=f.get("target") or None)
         with engine.begin() as wconn:
             aid = add_annotation(wconn, spec, author=who.name, source="ui", now=datetime.now(UTC))
-            audit.record(
+            record(
                 wconn,
                 who,
                 "annotation.create",

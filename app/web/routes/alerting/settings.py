@@ -18,7 +18,6 @@ from app.alerts.backtest import BacktestResult, backtest
 from app.alerts.mute.maintenance import delete_window, list_windows, upsert_window
 from app.alerts.queries import firing_counts
 from app.alerts.rules import RuleSpec, delete_rule, get_rule, list_rules, upsert_rule
-from app.auth import audit
 from app.notify.contacts import (
     ContactPointSpec,
     delete_contact_point,
@@ -28,9 +27,9 @@ from app.notify.contacts import (
 )
 from app.notify.outbox import delivery_log
 from app.slo.definitions import get_slo
-from app.web.access.guards import OperatorDep, require_viewer
 from app.web.deps import ConnDep, EngineDep, TemplatesDep, VaultDep
 from app.web.routes.admin import _form
+from app.web.routes.alerting.access import OperatorDep, record, require_viewer
 from app.web.routes.alerting.common import send_test
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(require_viewer)])
@@ -157,7 +156,7 @@ async def rule_submit(
     with engine.begin() as wconn:
         before = get_rule(wconn, spec.name)
         _, created = upsert_rule(wconn, spec, author=who.name)
-        audit.record(
+        record(
             wconn,
             who,
             "rule.create" if created else "rule.update",
@@ -176,7 +175,7 @@ async def rule_delete(name: str, request: Request, engine: EngineDep, who: Opera
         before = get_rule(conn, name)
         if before is None or not delete_rule(conn, name):
             raise HTTPException(404, f"no rule named {name!r}")
-        audit.record(
+        record(
             conn,
             who,
             "rule.delete",
@@ -196,7 +195,7 @@ async def rule_toggle(name: str, request: Request, engine: EngineDep, who: Opera
             raise HTTPException(404, f"no rule named {name!r}")
         spec = rule.spec.model_copy(update={"enabled": not rule.spec.enabled})
         upsert_rule(conn, spec, author=who.name)
-        audit.record(
+        record(
             conn,
             who,
             "rule.enable" if spec.enabled else "rule.disable",
@@ -308,7 +307,7 @@ async def contact_save(
         _, created = upsert_contact_point(wconn, spec, vault)
         after = spec.model_dump(mode="json", exclude={"secret", "secret_encrypted"})
         after["secret"] = "(set)" if spec.secret else "(unchanged)"
-        audit.record(
+        record(
             wconn,
             who,
             "contact_point.create" if created else "contact_point.update",
@@ -330,18 +329,16 @@ async def contact_delete(
     with engine.begin() as conn:
         if not delete_contact_point(conn, name):
             raise HTTPException(404, f"no contact point named {name!r}")
-        audit.record(
-            conn, who, "contact_point.delete", object_type="contact_point", object_name=name
-        )
+        record(conn, who, "contact_point.delete", object_type="contact_point", object_name=name)
     return _msg("/alerts/contacts", f"deleted contact point {name}")
 
 
 @router.post("/alerts/contacts/{name}/test")
 async def contact_test(
-    name: str, request: Request, engine: EngineDep, who: OperatorDep
+    name: str, request: Request, engine: EngineDep, vault: VaultDep, who: OperatorDep
 ) -> Response:
     await _form(request)
-    res = send_test(engine, who, name)
+    res = send_test(engine, who, name, vault)
     if res["status"] == "delivered":
         return _msg("/alerts/contacts", f"test message to {name} delivered")
     return _msg(
@@ -418,7 +415,7 @@ async def maintenance_save(
         return _maintenance(request, conn, templates, text=text, errors=exc.errors, status=422)
     with engine.begin() as wconn:
         _, created = upsert_window(wconn, spec)
-        audit.record(
+        record(
             wconn,
             who,
             "maintenance.create" if created else "maintenance.update",
@@ -437,7 +434,5 @@ async def maintenance_delete(
     with engine.begin() as conn:
         if not delete_window(conn, name):
             raise HTTPException(404, f"no maintenance window named {name!r}")
-        audit.record(
-            conn, who, "maintenance.delete", object_type="maintenance_window", object_name=name
-        )
+        record(conn, who, "maintenance.delete", object_type="maintenance_window", object_name=name)
     return _msg("/alerts/maintenance", f"deleted maintenance window {name}")
