@@ -135,3 +135,27 @@ def test_availability_is_what_happened() -> None:
     assert availability_verdict(100.0, 99.0).word == "higher"
     assert availability_verdict(99.995, 100.0).word == "no clear change"
     assert availability_verdict(99.0, None).word == "no previous period"
+
+
+def test_the_summary_names_the_worst_few_not_hundreds() -> None:
+    from app.reports.content.build import ReportRow, VerdictOut
+    from app.reports.content.period import last_week
+    from app.reports.content.summary import summarise
+
+    def row(i: int) -> ReportRow:
+        same = VerdictOut(word="no clear change", change=0.0)
+        return ReportRow(
+            target=f"t{i:03d}", mode="dedicated", kind="dedicated", probe="connping",
+            samples=100, ok=99, failed=1, skipped=0, availability_pct=99.0,
+            prev_availability_pct=100.0, change_availability_pts=-1.0 - i / 100,
+            availability_change=VerdictOut(word="lower", change=-1.0 - i / 100),
+            logon_p50_ms=1.0, logon_p95_ms=1.0, prev_logon_p95_ms=1.0, change_logon_p95_pct=0.0,
+            logon_change=same, ping_p95_ms=None, prev_ping_p95_ms=None,
+            change_ping_p95_pct=None, ping_change=same,
+        )  # fmt: skip
+
+    text = summarise([row(i) for i in range(120)], last_week(B))
+    lower = next(s for s in text if "lower availability" in s)
+    assert lower.startswith("120 modes had lower availability")
+    assert "t119/dedicated (-2.19 pts)" in lower  # the worst first
+    assert "and 114 more (see the table)" in lower and "t000/" not in lower

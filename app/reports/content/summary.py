@@ -53,8 +53,13 @@ DEFINITIONS: dict[str, str] = {
 }
 
 
+MAX_NAMED = 6  # a summary names the worst few; the table has the rest
+
+
 def _names(rows: Sequence[ReportRow], fmt: str) -> str:
-    return ", ".join(fmt.format(r=r) for r in rows)
+    named = ", ".join(fmt.format(r=r) for r in rows[:MAX_NAMED])
+    rest = len(rows) - MAX_NAMED
+    return named + (f" and {rest} more (see the table)" if rest > 0 else "")
 
 
 def summarise(
@@ -71,7 +76,10 @@ def summarise(
         (r for r in compared if r.logon_change.word == "slower"),
         key=lambda r: -(r.logon_change.change or 0.0),
     )
-    faster = [r for r in compared if r.logon_change.word == "faster"]
+    faster = sorted(
+        (r for r in compared if r.logon_change.word == "faster"),
+        key=lambda r: r.logon_change.change or 0.0,
+    )
     if not compared:
         out.append(f"No mode has logon p95 figures for both {noun}s: no {noun}-over-{noun} "
                    "comparison.")  # fmt: skip
@@ -108,7 +116,10 @@ def summarise(
             + (f"; {skipped:,} skipped runs not counted" if skipped else "")
             + ")."
         )
-    lower = [r for r in rows if r.availability_change.word == "lower"]
+    lower = sorted(
+        (r for r in rows if r.availability_change.word == "lower"),
+        key=lambda r: r.availability_change.change or 0.0,
+    )
     if lower:
         out.append(
             f"{len(lower)} {'mode' if len(lower) == 1 else 'modes'} had lower availability "
