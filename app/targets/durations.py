@@ -26,6 +26,8 @@ def parse_duration_ms(value: Any) -> int:
 
 
 def format_duration_ms(ms: int) -> str:
+    if ms == 0:
+        return "0s"
     for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
         if ms % size == 0:
             return f"{ms // size}{unit}"
