@@ -92,6 +92,17 @@ CW.builders.breakdown = (data) => ({
     type: "bar", name: m.name, x: m.groups, y: m.p50, marker: { color: m.color },
     error_y: { type: "data", symmetric: false, array: m.p95.map((v, i) => v - m.p50[i]), arrayminus: m.p50.map(() => 0) },
     text: m.n.map((n) => `n=${n}`), hovertemplate: "%{x}: p50 %{y:.2f} ms (%{text})<extra>" + m.name + "</extra>",
+  })).concat(data.modes.filter((m) => (m.failed || []).some((f) => f > 0)).map((m) => {
+    /* failed samples of each instance, above its bars: an instance that went down shows
+       as its errors */
+    const top = Math.max(1, ...data.modes.flatMap((o) => o.p95.concat(o.p50)).filter((v) => v !== null));
+    return {
+      type: "scatter", mode: "markers+text", name: `${m.name} failed`, x: m.groups,
+      y: m.groups.map(() => top * 1.12), text: m.failed.map((f) => (f ? `${f} failed` : "")),
+      textposition: "middle right", textfont: { color: "#B00020" },
+      marker: { symbol: "x-thin-open", size: m.failed.map((f) => (f ? 12 : 0)), line: { width: 2, color: "#B00020" } },
+      hovertemplate: "%{x}: %{text}<extra>" + m.name + "</extra>",
+    };
   })),
   layout: CW.layoutBase({
     barmode: "group", xaxis: { title: { text: data.by } },
@@ -212,6 +223,9 @@ CW.drawChart = async (el, zoomed = false) => {
     if (window.Plotly) Plotly.purge(el);
     el.innerHTML = "";
   } else if (window.Plotly) {
+    /* a figure with its own height (small multiples) keeps it when the window is resized:
+       Plotly's responsive resize otherwise fits it to the element's CSS height */
+    el.style.height = fig.layout.height ? `${fig.layout.height}px` : "";
     await Plotly.react(el, fig.traces, fig.layout, CW.config);
   }
   el.removeAttribute("aria-busy");

@@ -120,6 +120,9 @@ class BreakdownMode(BaseModel):
     p50: list[float | None]
     p95: list[float | None]
     n: list[int]
+    failed: list[int] = Field(
+        default_factory=list, description="failed samples per group (by instance only)"
+    )
 
 
 class BreakdownOut(BaseModel):

@@ -2,9 +2,10 @@
 
 Readings come from the serverstats probe (``server_stats``, one row per run and
 instance; ``server_stats_1h`` per hour). Charts use the same bucket grid as the latency
-charts (:func:`app.store.resolution.choose`: same range, same step), so one x axis serves
-both: buckets finer than an hour read the raw rows, an hour or more the hourly rows
-(also when the raw rows of the range's start are past retention). Each point is the
+charts (:func:`app.store.resolution.choose`: same range, same step, at least the
+readings' interval), so one x axis serves both: buckets finer than an hour read the raw
+rows (kept ``retention_raw_days``; such steps come only with ranges of a few days), an
+hour or more the hourly rows. Each point is the
 mean and the max of a metric over the bucket's readings; a bucket without readings is
 absent (never interpolated). Metric names and meanings: :mod:`app.probes.serverstats`.
 """
@@ -19,7 +20,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.store.layout import HOUR, ORIGIN_SQL, no_jit
-from app.store.resolution import DEFAULT_POINTS, check_range, choose
+from app.store.resolution import DEFAULT_POINTS, STEPS, ceil_to, check_range, choose, floor_to
 
 # The numbers charted under the latency charts and summarised for a window, in order.
 CHART_METRICS: tuple[str, ...] = (
@@ -88,10 +89,6 @@ def serverstats_series_ids(conn: Connection, target_id: int) -> list[int]:
     )
 
 
-def _raw_from(conn: Connection) -> datetime | None:
-    return conn.execute(text("select min(scheduled_at) from server_stats")).scalar_one_or_none()
-
-
 def _metric_sql(names: tuple[str, ...], source: str) -> str:
     if source == "raw":
         cols = ", ".join(
@@ -124,23 +121,27 @@ def server_series(
     *,
     metrics: tuple[str, ...] = CHART_METRICS,
     max_points: int = DEFAULT_POINTS,
+    min_step: timedelta = timedelta(0),
 ) -> ServerSeries:
-    """Per instance and metric, (bucket, mean, max) on the latency charts' bucket grid."""
+    """Per instance and metric, (bucket, mean, max) on the latency charts' bucket grid,
+    its buckets at least ``min_step`` wide (the readings' interval: a bucket narrower than
+    that would hold a reading only now and then, and the line would break between)."""
     check_range(start, end)
     grid = choose(start, end, max_points)
-    raw_from = _raw_from(conn)
-    source = "raw"
-    if grid.step >= HOUR.width or (raw_from is not None and grid.start < raw_from - HOUR.width):
+    want = max(grid.step, min_step)
+    step = next((s for s in STEPS if s >= want), STEPS[-1])
+    source = "raw"  # steps under an hour only come with ranges well inside raw retention
+    if step >= HOUR.width:
         source = "1h"
-    step = max(grid.step, HOUR.width) if source == "1h" else grid.step
-    out = ServerSeries(source, step, grid.start, grid.end, [])
+        step = max(step, HOUR.width)
+    out = ServerSeries(source, step, floor_to(start, step), ceil_to(end, step), [])
     if not series_ids:
         return out
     no_jit(conn)
     rows = conn.execute(
         text(_metric_sql(metrics, source)),
         {"step": f"{int(step.total_seconds())} seconds", "ids": series_ids}
-        | {"start": grid.start, "end": grid.end},
+        | {"start": out.start, "end": out.end},
     )
     by_inst: dict[int, InstanceSeries] = {}
     for row in rows:
@@ -245,3 +246,33 @@ def server_window(
 
 def _f(v: Any) -> float | None:
     return None if v is None else float(v)
+
+
+@dataclass(frozen=True, slots=True)
+class LogonCost:
+    """Per series: logons with the server's own time, their medians (ms)."""
+
+    n: int
+    server_p50_ms: float | None
+    client_p50_ms: float | None
+
+
+def server_logon_cost(
+    conn: Connection, series_ids: list[int], start: datetime, end: datetime
+) -> dict[int, LogonCost]:
+    """Median server time per logon (connping's ``server_time``: V$SESS_TIME_MODEL) and the
+    median client logon of the same samples, per series, from raw samples in the window."""
+    if not series_ids:
+        return {}
+    rows = conn.execute(
+        text(
+            "select series_id, count(*), "
+            "percentile_cont(0.5) within group (order by (extra->>'server_logon_ms')::float8), "
+            "percentile_cont(0.5) within group (order by logon_ns) / 1e6 "
+            "from samples where series_id = any(:ids) and scheduled_at >= :start "
+            "and scheduled_at < :end and status = 'ok' and extra ? 'server_logon_ms' "
+            "group by series_id"
+        ),
+        {"ids": series_ids, "start": start, "end": end},
+    )
+    return {int(r[0]): LogonCost(int(r[1]), _f(r[2]), _f(r[3])) for r in rows}

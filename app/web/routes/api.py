@@ -48,8 +48,9 @@ from app.web.views.incidents import IncidentsOut, incidents
 from app.web.views.lookups import TargetInfo, load_targets
 from app.web.views.overview import build_rows
 from app.web.views.phases import LogonPhasesOut, target_logon_phases
-from app.web.views.readers import overview_stats, target_timeseries
+from app.web.views.readers import overview_stats, points_for, target_timeseries
 from app.web.views.samples import SampleFilter, SamplesOut
+from app.web.views.serverside import ServerChartOut, ServerPanelOut, server_chart, server_panel
 from app.web.views.sweeps import SweepOut, latest_sweeps
 
 router = APIRouter(prefix="/api/v1", tags=["api"])
@@ -181,6 +182,32 @@ def api_breakdown(
         end=b,
         modes=rows,
     )
+
+
+@router.get(
+    "/targets/{name}/server",
+    summary="What the server saw (serverstats): per instance and bucket, on the latency axis",
+)
+def api_server(
+    conn: ConnDep,
+    scope: PathScope,
+    window: Window,
+    points: Annotated[
+        int | None,
+        Query(ge=10, le=5000, description="at most this many buckets (default: by range)"),
+    ] = None,
+) -> ServerChartOut:
+    t, a, b = scope.target, window.start, window.end
+    return server_chart(conn, t, a, b, points_for(window.span, points))
+
+
+@router.get(
+    "/targets/{name}/server/window",
+    summary="What the server saw in a window: per instance mean and max against the time "
+    "before, what stands out, views it could not read",
+)
+def api_server_window(conn: ConnDep, scope: PathScope, window: Window) -> ServerPanelOut:
+    return server_panel(conn, scope.target, window.start, window.end)
 
 
 @router.get(

@@ -34,6 +34,12 @@ from app.web.views.lookups import TargetInfo, load_targets
 from app.web.views.overview import build_rows, sparkline_svg
 from app.web.views.readers import overview_stats
 from app.web.views.samples import STATUS_CHOICES, SampleFilter
+from app.web.views.serverside import (
+    incident_panels,
+    logon_costs,
+    server_panel,
+    serverstats_ids,
+)
 
 router = APIRouter(include_in_schema=False)
 REFRESH_S = 30
@@ -114,6 +120,7 @@ def target_page(
             "probe": probe,
             "probes": probes_of(target),
             "layout": layout,
+            "has_server": bool(serverstats_ids(target)),
         },
     )
 
@@ -133,9 +140,12 @@ def compare_page(
     chosen_target = target_or_404(conn, target) if target else (targets[0] if targets else None)
     view = None
     chosen: list[str] = []
+    costs = []
     if chosen_target is not None:
         chosen = pick_modes(chosen_target, modes)
         view = compare_view(conn, chosen_target, window.start, window.end, phase, chosen, probe)
+        if chosen_target.kind == "oracle":
+            costs = logon_costs(conn, chosen_target, chosen, window.start, window.end)
     base = _base_params(request)
     if chosen_target is not None:
         base["target"] = chosen_target.name
@@ -165,6 +175,7 @@ def compare_page(
             # "</" is escaped so the JSON cannot close the script element
             "view_json": view.model_dump_json().replace("</", "<\\/") if view else "",
             "api_query": urlencode(query),
+            "costs": costs,
         },
     )
 
@@ -184,6 +195,12 @@ def spikes_page(
     view = incidents(
         conn, chosen, window.start, window.end, phase=phase, factor=factor, with_samples=False
     )
+    server = incident_panels(
+        conn,
+        chosen,
+        [(o.target, o.start, o.samples_from, o.samples_to) for o in view.outages]
+        + [(p.target, p.start, p.samples_from, p.samples_to) for p in view.spikes],
+    )
     return templates.TemplateResponse(
         request,
         "spikes.html",
@@ -198,6 +215,7 @@ def spikes_page(
             "base": _base_params(request),
             "view": view,
             "events": events(conn, window.start, window.end, target=target),
+            "server": server,
         },
     )
 
@@ -212,7 +230,9 @@ def samples_page(
     mode: str | None = None,
     status: Literal["", "ok", "error", "timeout", "skipped", "failed"] = "",
     code: Annotated[str, Query(max_length=40)] = "",
-    probe: Literal["", "connping", "sessionping", "commit", "poolacquire", "sweep"] = "",
+    probe: Literal[
+        "", "connping", "sessionping", "commit", "poolacquire", "sweep", "serverstats"
+    ] = "",
     after: Annotated[str | None, Query(max_length=200)] = None,
     order: Literal["newest", "oldest"] = "newest",
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
@@ -226,6 +246,12 @@ def samples_page(
     base = {k: v for k, v in _base_params(request).items() if k != "after" and v}
     csv_params = {k: v for k, v in base.items() if k not in ("order", "limit")}
     targets = load_targets(conn)
+    chosen = next((t for t in targets if t.name == f.target), None)
+    server = (
+        server_panel(conn, chosen, window.start, window.end)
+        if chosen is not None and serverstats_ids(chosen)
+        else None
+    )
     return templates.TemplateResponse(
         request,
         "samples.html",
@@ -242,6 +268,32 @@ def samples_page(
             "result": result,
             "csv_query": urlencode(csv_params),
             "statuses": STATUS_CHOICES,
-            "probes": PROBES,
+            "probes": (*PROBES, "serverstats"),
+            "server": server,
+        },
+    )
+
+
+@router.get("/target/{name}/server", response_class=HTMLResponse)
+def server_page(
+    request: Request, name: str, conn: ConnDep, templates: TemplatesDep, window: Window
+) -> Response:
+    """What the server saw in a window: the panel, then the logon and server charts on
+    one time axis (where a spike or an outage links to)."""
+    target = target_or_404(conn, name)
+    api = f"/api/v1/targets/{quote(target.name)}"
+    return templates.TemplateResponse(
+        request,
+        "server.html",
+        {
+            "title": f"{target.name}: what the server saw",
+            "active": "",
+            "charts": True,
+            "target": target,
+            "tr": window,
+            "base": _base_params(request),
+            "api": api,
+            "panel": server_panel(conn, target, window.start, window.end),
+            "has_server": bool(serverstats_ids(target)),
         },
     )

@@ -6,7 +6,9 @@
   query grouping by it; this module reads it with one small aggregate over raw
   samples, bounded to the last :data:`INSTANCE_MAX_SPAN` of the window (raw samples
   are kept 35 days; percentiles over weeks of raw rows would be slow). The response
-  says which window it covered.
+  says which window it covered. Failed samples are counted per instance too (``failed``:
+  a sample names the instance it was on, or the one its mode is pinned to), so an
+  instance that went down shows as that instance's errors.
 """
 
 from __future__ import annotations
@@ -41,21 +43,25 @@ def by_instance(
     check_phase(phase)
     start = max(start, end - INSTANCE_MAX_SPAN)
     owner = {s.id: m for m in modes for s in m.series_for(probe)}
+    ok = f"status = 'ok' and {phase}_ns is not null"
     rows = conn.execute(
         text(
             f"select series_id, coalesce(instance, '(unknown)') as inst, "
-            f"count({phase}_ns)::int as n, "
-            f"percentile_disc(array[0.5, 0.95]) within group (order by {phase}_ns) as q "
+            f"count(*) filter (where {ok})::int as n, "
+            "count(*) filter (where status in ('error', 'timeout'))::int as failed, "
+            f"percentile_disc(array[0.5, 0.95]) within group (order by {phase}_ns) "
+            f"filter (where {ok}) as q "
             "from connwatch_samples(cast(:ids as integer[]), :a, :b) "
-            f"where status = 'ok' and {phase}_ns is not null "
-            "group by 1, 2 order by 2"
+            "where status <> 'skipped' group by 1, 2 order by 2"
         ),
         {"ids": list(owner), "a": start, "b": end},
     ).all()
     values: dict[tuple[int, str], tuple[int, float | None, float | None]] = {}
+    failed: dict[tuple[int, str], int] = defaultdict(int)
     for r in rows:
         q = r.q or [None, None]
         key = (owner[r.series_id].id, r.inst)
+        failed[key] += r.failed
         prev = values.get(key)
         if prev is None or r.n > prev[0]:
             values[key] = (
@@ -63,12 +69,16 @@ def by_instance(
                 q[0] / 1e6 if q[0] is not None else None,
                 q[1] / 1e6 if q[1] is not None else None,
             )
-    return _assemble(modes, values), start
+    return _assemble(modes, values, failed), start
 
 
 def _assemble(
-    modes: list[ModeInfo], values: dict[tuple[int, str], tuple[int, float | None, float | None]]
+    modes: list[ModeInfo],
+    values: dict[tuple[int, str], tuple[int, float | None, float | None]],
+    failed: dict[tuple[int, str], int] | None = None,
 ) -> list[BreakdownMode]:
+    """Per mode, its groups in order; ``failed`` (by instance) counts the failed samples
+    of each group, so an instance whose samples all failed still has its group."""
     per_mode: dict[int, list[tuple[str, int, float | None, float | None]]] = defaultdict(list)
     for (mid, group), (n, p50, p95) in values.items():
         per_mode[mid].append((group, n, p50, p95))
@@ -83,6 +93,7 @@ def _assemble(
                 n=[n for _, n, _, _ in items],
                 p50=[p for _, _, p, _ in items],
                 p95=[p for _, _, _, p in items],
+                failed=[(failed or {}).get((m.id, g), 0) for g, _, _, _ in items],
             )
         )
     return out
