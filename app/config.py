@@ -80,6 +80,15 @@ class Settings(BaseSettings):
         ge=1,
         description="Upper bound of the agent's local spool while the store is away.",
     )
+    agent_workers: int = Field(
+        default=0,
+        ge=0,
+        le=256,
+        description=(
+            "Worker processes of one agent, each with its own event loop and its share of "
+            "the series; 0 = one per CPU core (1 = everything in the agent's process)."
+        ),
+    )
     # The agent's tuning knobs (app.agent.options.AgentOptions has the same defaults).
     agent_max_in_flight: int = Field(
         default=512,

@@ -200,6 +200,8 @@ agent_assignments = Table(
     Column("agent", Text, nullable=False),
     Column("site", Text, nullable=False),
     _ts("since", default_now=True),
+    # which worker process of the agent (0: the first, or an agent without workers)
+    Column("worker", SmallInteger, nullable=False, server_default="0"),
 )
 
 PROBE_REQUEST_STATUSES = ("pending", "running", "done", "error")

@@ -146,3 +146,92 @@ class AgentStats:
             "cpu_percent": self.cpu_percent,
             "cpu_ms_per_run": self.cpu_ms_per_run,
         }
+
+
+# counters and gauges that add up over an agent's workers
+_SUMMED = (
+    "runs",
+    "runs_failed",
+    "skipped",
+    "config_errors",
+    "series",
+    "in_flight",
+    "spool_samples",
+    "spool_bytes",
+    "memory_backlog",
+    "queued",
+    "written",
+    "wal_pending",
+    "wal_recovered",
+    "dropped",
+    "rejected",
+    "cpu_percent",
+)
+# what each worker's entry in ``workers`` keeps (the agent-level figures are above it)
+_PER_WORKER = ("worker", "pid", "alive", "series", "runs", "skipped", "cpu_percent", "in_flight")
+
+
+def _overload(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    demand = sum(d.get("demand_per_s") or 0.0 for d in docs)
+    caps = [d.get("capacity_per_s") for d in docs]
+    cap = sum(c for c in caps if c) if all(caps) else None
+    active = [d for d in docs if d.get("active")]
+    since = [d["since"] for d in active if d.get("since")]
+    return {
+        "active": bool(active),
+        "share": round(sum(d["share"] * (d.get("demand_per_s") or 0) for d in docs) / demand, 4)
+        if demand
+        else 1.0,
+        "demand_per_s": round(demand, 2),
+        "capacity_per_s": round(cap, 1) if cap else None,
+        "factor": round(demand / cap, 3) if cap else None,
+        "busy": max((d.get("busy") or 0.0 for d in docs), default=0.0),
+        "loop_lag_p99_ms": max((d.get("loop_lag_p99_ms") or 0.0 for d in docs), default=0.0),
+        "since": min(since) if since else None,
+        "skipped": sum(d.get("skipped") or 0 for d in docs),
+        "workers_overloaded": len(active),
+    }
+
+
+def combine(workers: list[dict[str, Any]]) -> dict[str, Any]:
+    """The agent's stats document from its workers' (:meth:`ProbeWorker.snapshot`).
+
+    Counters and gauges add up; ``lag_ms`` percentiles are the worst worker's (a merged
+    percentile cannot be computed from summaries, and the worst is what a reader needs),
+    ``n`` the total; ``overload`` is active if any worker is, with demand and capacity
+    summed and the share weighted by demand; ``workers`` keeps a short entry per worker
+    (its number, pid, series, runs, skips, CPU, lag p99 and overload).
+    """
+    doc: dict[str, Any] = {k: sum(w.get(k) or 0 for w in workers) for k in _SUMMED}
+    doc["cpu_percent"] = round(doc["cpu_percent"], 2)
+    by: Counter[str] = Counter()
+    for w in workers:
+        by.update(w.get("skipped_by") or {})
+    doc["skipped_by"] = dict(by)
+    lags = [w.get("lag_ms") or {} for w in workers]
+    doc["lag_ms"] = {
+        q: max((lag.get(q, 0.0) for lag in lags), default=0.0) for q in ("p50", "p95", "p99", "max")
+    }
+    doc["lag_ms"]["n"] = sum(lag.get("n", 0) for lag in lags)
+    doc["spool_fill"] = max((w.get("spool_fill") or 0.0 for w in workers), default=0.0)
+    # runs per second of each worker's last period: 10 x cpu_percent / cpu_ms_per_run
+    rates = [(w.get("cpu_percent") or 0.0, 10 * w["cpu_percent"] / w["cpu_ms_per_run"])
+             for w in workers if w.get("cpu_ms_per_run") and w.get("cpu_percent")]  # fmt: skip
+    per_s = sum(r for _, r in rates)
+    doc["cpu_ms_per_run"] = round(10 * sum(c for c, _ in rates) / per_s, 4) if per_s else None
+    doc["store_ok"] = all(w.get("store_ok", True) for w in workers)
+    doc["store_error"] = next((w["store_error"] for w in workers if w.get("store_error")), None)
+    doc["overload"] = _overload([w.get("overload") or {} for w in workers])
+    doc["live_workers"] = max((w.get("live_workers") or 0 for w in workers), default=0) or None
+    doc["workers"] = [
+        {
+            **{k: w.get(k) for k in _PER_WORKER if k in w},
+            "lag_p99_ms": (w.get("lag_ms") or {}).get("p99"),
+            "overload": {
+                k: (w.get("overload") or {}).get(k)
+                for k in ("active", "share", "busy", "factor", "capacity_per_s")
+            },
+        }
+        for w in workers
+    ]
+    return doc

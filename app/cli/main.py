@@ -171,12 +171,25 @@ def web(host: HostOpt = None, port: PortOpt = None) -> None:
     _run_web(load_settings(), host, port, with_agent=False)
 
 
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--workers",
+        min=0,
+        max=256,
+        help="Worker processes (default CONNWATCH_AGENT_WORKERS; 0 = one per CPU core).",
+    ),
+]
+
+
 @cli.command()
-def agent() -> None:
+def agent(workers: WorkersOpt = None) -> None:
     """Run only the probing agent: schedule probes and write samples."""
     from app.agent import service
 
     settings = load_settings()
+    if workers is not None:
+        settings = settings.model_copy(update={"agent_workers": workers})
     engine = open_store(settings, migrate_to_head=True)
     alerting = None
     if settings.alerts_enabled:  # every process competes; one evaluates (app/alerts/lease.py)

@@ -43,6 +43,7 @@ class AgentProcs:
             "CONNWATCH_AGENT_NAME": name,
             "CONNWATCH_SITE": site,
             "CONNWATCH_LOG_LEVEL": os.environ.get("CW_AGENT_LOG", "INFO"),
+            "CONNWATCH_AGENT_WORKERS": "1",  # one process unless a test asks for workers
             **(env or {}),
         }
         log = (data_dir / "agent.log").open("ab")

@@ -50,8 +50,8 @@ def test_environment_settings_reach_the_agent_and_its_writer(
     assert (opt.max_grace_s, opt.thick_threads, opt.batch_max) == (0.25, 3, 7)
     assert (opt.write_threads, opt.flush_s, opt.retry_s) == (1, 0.05, 0.5)
     assert (opt.memory_backlog_max, opt.stop_grace_s) == (1234, 2.0)
-    assert agent.limiter.max_in_flight == 9 and agent.limiter.target_rate == 2.5
-    assert agent.limiter.bucket.rate == 50.0
+    assert agent.limiter.max_in_flight == 9 and agent.limiter.buckets.target_rate == 2.5
+    assert agent.limiter.buckets.bucket.rate == 50.0
     assert agent.scheduler.max_grace_s == 0.25
     # the writer really batches by the setting: 20 samples at once -> 7 + 7 + 6
     w = agent.writer

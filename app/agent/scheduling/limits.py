@@ -2,7 +2,10 @@
 
 A monitor must never cause the connection storm it watches for. Every run that will
 log on takes a token from the agent's bucket and from its target's bucket (token
-buckets, burst = one second's worth). A run waits for its tokens and for a free
+buckets, burst = one second's worth). The buckets are the process's own
+(:class:`LocalLogonBuckets`) or, for an agent with several worker processes, in shared
+memory (:class:`app.agent.workers.buckets.SharedLogonBuckets`), so the caps hold for the
+agent as a whole. A run waits for its tokens and for a free
 slot among ``max_in_flight`` only until its latest start (its scheduled instant
 plus the grace); past that it is not run but recorded as SKIPPED (``RATE_LIMIT``
 or ``BUSY``), so overload shows in the data instead of silently thinning it.
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Protocol
 
 
 class TokenBucket:
@@ -38,14 +42,20 @@ class TokenBucket:
         self.tokens -= n
 
 
-class Limiter:
-    def __init__(self, max_in_flight: int, logons_per_s: float, target_logons_per_s: float):
-        self.slots = asyncio.Semaphore(max_in_flight)
-        self.max_in_flight = max_in_flight
+class LogonBuckets(Protocol):
+    def reserve(self, target_id: int, n: int, now: float, latest: float) -> float | None:
+        """Take ``n`` tokens from the agent's and the target's bucket if both have them by
+        ``latest`` (monotonic s); the seconds to wait for them, or None (nothing taken)."""
+        ...
+
+
+class LocalLogonBuckets:
+    """The buckets of one process."""
+
+    def __init__(self, logons_per_s: float, target_logons_per_s: float) -> None:
         self.bucket = TokenBucket(logons_per_s)
         self.target_rate = target_logons_per_s
         self.targets: dict[int, TokenBucket] = {}
-        self.in_flight = 0
 
     def _target(self, target_id: int) -> TokenBucket:
         b = self.targets.get(target_id)
@@ -53,17 +63,36 @@ class Limiter:
             b = self.targets[target_id] = TokenBucket(self.target_rate)
         return b
 
+    def reserve(self, target_id: int, n: int, now: float, latest: float) -> float | None:
+        tb = self._target(target_id)
+        wait = max(self.bucket.wait_for(n, now), tb.wait_for(n, now))
+        if now + wait > latest:
+            return None
+        self.bucket.take(n, now)
+        tb.take(n, now)
+        return wait
+
+
+class Limiter:
+    def __init__(
+        self,
+        max_in_flight: int,
+        logons_per_s: float,
+        target_logons_per_s: float,
+        buckets: LogonBuckets | None = None,
+    ):
+        self.slots = asyncio.Semaphore(max_in_flight)
+        self.max_in_flight = max_in_flight
+        self.buckets = buckets or LocalLogonBuckets(logons_per_s, target_logons_per_s)
+        self.in_flight = 0
+
     async def logons(self, target_id: int, n: int, latest: float) -> bool:
         """Wait for ``n`` logon tokens; False (nothing taken) if they come after ``latest``."""
         if n <= 0:
             return True
-        now = time.monotonic()
-        tb = self._target(target_id)
-        wait = max(self.bucket.wait_for(n, now), tb.wait_for(n, now))
-        if now + wait > latest:
+        wait = self.buckets.reserve(target_id, n, time.monotonic(), latest)
+        if wait is None:
             return False
-        self.bucket.take(n, now)
-        tb.take(n, now)
         if wait > 0:
             await asyncio.sleep(wait)
         return True

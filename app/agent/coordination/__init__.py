@@ -1,0 +1,1 @@
+"""Coordination through PostgreSQL: the agents row and heartbeat, who runs which series."""
