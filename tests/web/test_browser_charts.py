@@ -160,6 +160,14 @@ def test_more_than_two_modes_get_one_small_chart_each(
     assert len(set(got["ranges"])) == 1  # shared y axis: panels compare at a glance
     assert got["panels"] == ["panel-dedicated", "panel-shared", "panel-pooled"]
     assert got["errorsOn"] == ["shared errors@y2"]  # in shared's own panel, hiding nothing
+    # the box is as tall as the panels need: nothing spills over the next chart
+    box, wanted, next_top = page.evaluate(
+        """() => { const el = document.querySelector('#chart-logon');
+                   return [el.getBoundingClientRect().height, el.layout.height,
+                           document.querySelector('#h-ping').getBoundingClientRect().top
+                           - el.getBoundingClientRect().bottom]; }"""
+    )
+    assert box >= wanted - 2 and next_top >= 0
     shot(page, "charts-split-desktop")
     page.set_viewport_size(PHONE)
     page.wait_for_timeout(500)
