@@ -35,6 +35,14 @@ CONNWATCH: dict[str, tuple[str, str]] = {
         "more logons scheduled than CONNWATCH_AGENT_LOGONS_PER_S or "
         "..._TARGET_LOGONS_PER_S allow; lengthen intervals or raise the cap",
     ),
+    "OVERLOAD": (
+        "skipped: the agent had more runs due than it could start on time, so it ran a "
+        "share of every series' instants and recorded the rest (or its own loop stalled "
+        "during the run)",
+        "too many series for the agent's cores: add workers (CONNWATCH_AGENT_WORKERS), "
+        "cores or agents, or lengthen intervals; the Agents page says by how much; this "
+        "is the monitor's trouble, not the database's",
+    ),
     "OVERRUN": (
         "skipped: the previous run of this series was still running",
         "a run that takes longer than the interval (slow or hanging target); the "

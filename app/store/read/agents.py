@@ -52,7 +52,40 @@ METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("samples_dropped_total", "counter", "samples lost (spool full)", "stats.dropped"),
     ("cpu_percent", "gauge", "process CPU, percent of one core", "stats.cpu_percent"),
     ("cpu_ms_per_run", "gauge", "agent CPU per probe run, milliseconds", "stats.cpu_ms_per_run"),
-)
+    # overload (docs/agent.md, "Overload"): when and by how much the agent cannot keep up
+    ("overloaded", "gauge", "1 while more runs are due than the agent can start on time "
+     "(it starts a share of every series' instants and records the rest as skipped "
+     "OVERLOAD)", "stats.overload.active"),
+    ("overload_factor", "gauge", "runs due per second over the runs per second the agent "
+     "can start on time; above 1 the agent is overloaded by that much",
+     "stats.overload.factor"),
+    ("run_share_ratio", "gauge", "share of due runs the agent starts (1 unless overloaded)",
+     "stats.overload.share"),
+    ("runs_due_per_second", "gauge", "instants due per second, all series of the agent",
+     "stats.overload.demand_per_s"),
+    ("capacity_runs_per_second", "gauge", "runs per second the agent's workers start on "
+     "time at their target utilisation (measured)", "stats.overload.capacity_per_s"),
+    ("loop_busy_ratio", "gauge", "the busiest worker's event loop: share of time it was not "
+     "idle", "stats.overload.busy"),
+    ("overload_skipped_total", "counter", "instants recorded as skipped OVERLOAD since start",
+     "stats.overload.skipped"),
+    ("workers", "gauge", "worker processes the agent runs (configured)",
+     "stats.workers_configured"),
+    ("workers_alive", "gauge", "worker processes alive", "stats.workers_alive"),
+    ("wal_pending_samples", "gauge", "samples in the write-ahead log not yet stored or "
+     "spooled", "stats.wal_pending"),
+)  # fmt: skip
+
+# per worker of an agent (label ``worker``), from ``stats.workers[i]``
+WORKER_METRICS: tuple[tuple[str, str, str, str], ...] = (
+    ("worker_series", "gauge", "series this worker runs", "series"),
+    ("worker_loop_busy_ratio", "gauge", "share of time this worker's event loop was not idle",
+     "overload.busy"),
+    ("worker_run_share_ratio", "gauge", "share of due runs this worker starts",
+     "overload.share"),
+    ("worker_lag_p99_ms", "gauge", "start lag p99 of this worker's runs, last minute",
+     "lag_p99_ms"),
+)  # fmt: skip
 
 
 def agent_status(conn: Connection, *, now: datetime | None = None) -> list[AgentStatus]:
@@ -78,9 +111,9 @@ def agent_status(conn: Connection, *, now: datetime | None = None) -> list[Agent
     return out
 
 
-def _value(st: AgentStatus, path: str) -> float | None:
+def _value(st: AgentStatus | dict[str, Any], path: str) -> float | None:
     head, _, rest = path.partition(".")
-    value: Any = getattr(st, head)
+    value: Any = st.get(head) if isinstance(st, dict) else getattr(st, head)
     for part in rest.split(".") if rest else ():
         value = value.get(part) if isinstance(value, dict) else None
     if isinstance(value, bool):
@@ -121,4 +154,48 @@ def prometheus_text(statuses: list[AgentStatus]) -> str:
         for st, v in found:
             labels = f'agent="{label_value(st.name)}",site="{label_value(st.site)}"'
             lines.append(f"{metric}{{{labels}}} {number(v)}")
+    for name, kind, help_text, path in WORKER_METRICS:
+        metric = f"connwatch_agent_{name}"
+        found_w = [
+            (st, w, v)
+            for st in statuses
+            if st.alive
+            for w in st.stats.get("workers") or []
+            if isinstance(w, dict) and (v := _value(w, path)) is not None
+        ]
+        if not found_w:
+            continue
+        lines.append(f"# HELP {metric} {help_text}")
+        lines.append(f"# TYPE {metric} {kind}")
+        for st, w, v in found_w:
+            labels = (
+                f'agent="{label_value(st.name)}",site="{label_value(st.site)}",'
+                f'worker="{w.get("worker", 0)}"'
+            )
+            lines.append(f"{metric}{{{labels}}} {number(v)}")
     return "\n".join(lines) + "\n" if lines else ""
+
+
+@dataclass(frozen=True, slots=True)
+class OverloadedAgent:
+    """An agent that is overloaded now, as the overview names it beside its series."""
+
+    name: str
+    site: str
+    overload: dict[str, Any]  # the agent's ``stats.overload`` document
+
+
+def overloaded_series(conn: Connection) -> dict[int, OverloadedAgent]:
+    """Series run by an agent that is alive and overloaded now (usually none: one cheap
+    query over ``agent_assignments`` and the overloaded agents' rows)."""
+    rows = conn.execute(
+        text(
+            "select x.series_id, a.name, a.site, a.stats -> 'overload' from agents a "
+            "join agent_assignments x on x.agent = a.name "
+            "where (a.stats -> 'overload' ->> 'active')::boolean "
+            "and not coalesce((a.stats ->> 'stopped')::boolean, false) "
+            "and a.heartbeat_at > now() - make_interval(secs => :alive)"
+        ),
+        {"alive": ALIVE_S},
+    ).all()
+    return {sid: OverloadedAgent(name, site, dict(doc or {})) for sid, name, site, doc in rows}

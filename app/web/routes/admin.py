@@ -16,6 +16,7 @@ from app.store.read.agents import ALIVE_S, agent_status
 from app.web.deps import ConnDep, EngineDep, TemplatesDep, VaultDep
 from app.web.params import target_or_404
 from app.web.views import forms
+from app.web.views.agents import overload_view, worker_rows
 from app.web.views.lookups import load_targets
 
 router = APIRouter(include_in_schema=False)
@@ -226,5 +227,7 @@ def agents_page(request: Request, conn: ConnDep, templates: TemplatesDep) -> Res
             "agents": agents,
             "now": now,
             "alive_s": ALIVE_S,
+            "overload_view": overload_view,
+            "worker_rows": worker_rows,
         },
     )

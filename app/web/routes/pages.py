@@ -15,6 +15,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.alerts.annotations import events
+from app.store.read.agents import overloaded_series
 from app.web.deps import ConnDep, TemplatesDep
 from app.web.palette import mode_style
 from app.web.params import (
@@ -28,6 +29,7 @@ from app.web.params import (
 )
 from app.web.routes.alerting.pages import firing_summary
 from app.web.views import samples as samples_view
+from app.web.views.agents import overloaded_modes
 from app.web.views.comparing import compare_view
 from app.web.views.incidents import incidents
 from app.web.views.lookups import TargetInfo, load_targets
@@ -57,6 +59,8 @@ def overview(
     now = datetime.now(UTC)
     targets = load_targets(conn)
     rows = build_rows(targets, overview_stats(conn, targets, now), now)
+    # modes probed by an agent that cannot keep up now: said beside their state
+    overloaded = overloaded_modes(targets, overloaded_series(conn))
     counts: dict[str, int] = {}
     for r in rows:
         counts[r.state] = counts.get(r.state, 0) + 1
@@ -72,6 +76,7 @@ def overview(
             "refresh_s": refresh,
             "spark": sparkline_svg,
             "firing": firing_summary(conn),  # alerts first (app/web/routes/alerting)
+            "overloaded": overloaded,
         },
     )
 

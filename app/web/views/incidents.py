@@ -51,6 +51,11 @@ class SampleOut(BaseModel):
     server_type: str | None
     agent: str | None
     site: str | None
+    agent_overload: float | None = Field(
+        None,
+        description="set when the agent was overloaded as it took this sample: the share of "
+        "due runs it started then (the others were skipped as OVERLOAD)",
+    )
 
 
 def _ms(v: int | None) -> float | None:
@@ -88,6 +93,7 @@ def sample_out(s: Sample, names: dict[int, SeriesName]) -> SampleOut:
         server_type=s.server_type,
         agent=s.agent,
         site=s.site,
+        agent_overload=(s.extra or {}).get("overload"),
     )
 
 
