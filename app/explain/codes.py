@@ -40,8 +40,8 @@ CONNWATCH: dict[str, tuple[str, str]] = {
         "share of every series' instants and recorded the rest (or its own loop stalled "
         "during the run)",
         "too many series for the agent's cores: add workers (CONNWATCH_AGENT_WORKERS), "
-        "cores or agents, or lengthen intervals; the Agents page says by how much; this "
-        "is the monitor's trouble, not the database's",
+        "cores or agents, or lengthen intervals; the Agents page says by how much; "
+        "the monitor's trouble, not the database's",
     ),
     "OVERRUN": (
         "skipped: the previous run of this series was still running",
