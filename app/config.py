@@ -80,6 +80,15 @@ class Settings(BaseSettings):
         ge=1,
         description="Upper bound of the agent's local spool while the store is away.",
     )
+    web_workers: int = Field(
+        default=0,
+        ge=0,
+        le=256,
+        description=(
+            "Web worker processes of 'connwatch web' and 'serve' (they share the port); "
+            "0 = one per CPU core."
+        ),
+    )
     agent_workers: int = Field(
         default=0,
         ge=0,

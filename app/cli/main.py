@@ -8,7 +8,6 @@ traceback.
 from __future__ import annotations
 
 import errno
-import signal
 import socket
 import sys
 from datetime import UTC, datetime
@@ -124,51 +123,46 @@ HostOpt = Annotated[str | None, typer.Option(help="Bind address (default CONNWAT
 PortOpt = Annotated[int | None, typer.Option(help="Bind port (default CONNWATCH_PORT).")]
 
 
-def _run_web(settings: Settings, host: str | None, port: int | None, *, with_agent: bool) -> None:
-    import uvicorn
+WebWorkersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--workers",
+        min=0,
+        max=256,
+        help="Web worker processes (default CONNWATCH_WEB_WORKERS; 0 = one per CPU core).",
+    ),
+]
 
-    from app.web.app import create_app
+
+def _run_web(
+    settings: Settings,
+    host: str | None,
+    port: int | None,
+    *,
+    with_agent: bool,
+    workers: int | None = None,
+) -> None:
+    from app.cli.webapp import cores, run_web
 
     host = host or settings.host
     port = port or settings.port
     warn_if_public(host)
     check_port_free(host, port)
     engine = open_store(settings, migrate_to_head=True)
-    app = create_app(engine)
-    if settings.reports_enabled:
-        from app.reports.delivery import runner
-
-        runner.attach(app, engine, settings)
-    if with_agent:
-        from app.agent import service
-
-        service.attach(app, engine, settings)
-    if settings.alerts_enabled:  # every process competes; one evaluates (app/alerts/lease.py)
-        from app.alerts import service as alerts
-
-        alerts.attach(app, engine, settings)
-    typer.echo(f"connwatch {__version__}: dashboard at http://{host}:{port}/")
-    # uvicorn shuts down gracefully on SIGTERM and then re-raises it; make that re-raise
-    # an orderly exit so context managers and atexit hooks (embedded PostgreSQL,
-    # simulators, pgbouncer) stop what they started.
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    uvicorn.run(app, host=host, port=port, log_config=None, lifespan="on")
-
-
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    raise SystemExit(0)
+    n = workers if workers is not None else settings.web_workers
+    run_web(settings, engine, host, port, with_agent=with_agent, workers=n or cores())
 
 
 @cli.command()
-def serve(host: HostOpt = None, port: PortOpt = None) -> None:
-    """Run the web dashboard and the probing agent in one process."""
-    _run_web(load_settings(), host, port, with_agent=True)
+def serve(host: HostOpt = None, port: PortOpt = None, workers: WebWorkersOpt = None) -> None:
+    """Run the web dashboard (N processes) and the probing agent (a process of its own)."""
+    _run_web(load_settings(), host, port, with_agent=True, workers=workers)
 
 
 @cli.command()
-def web(host: HostOpt = None, port: PortOpt = None) -> None:
+def web(host: HostOpt = None, port: PortOpt = None, workers: WebWorkersOpt = None) -> None:
     """Run only the web dashboard and API (agents run elsewhere)."""
-    _run_web(load_settings(), host, port, with_agent=False)
+    _run_web(load_settings(), host, port, with_agent=False, workers=workers)
 
 
 WorkersOpt = Annotated[

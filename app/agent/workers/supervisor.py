@@ -63,7 +63,7 @@ def _context() -> ForkServerContext:
 
 
 @contextlib.contextmanager
-def _plain_main() -> Iterator[None]:
+def plain_main() -> Iterator[None]:
     """Start processes without ``multiprocessing`` re-running our ``__main__`` in them.
 
     A spawned or forkserver child first imports the parent's main module (as
@@ -199,7 +199,7 @@ class AgentHost:
         proc = self.ctx.Process(
             target=main, args=(theirs, cfg), name=f"connwatch-worker-{slot.index}", daemon=False
         )
-        with _plain_main():
+        with plain_main():
             proc.start()
         theirs.close()
         slot.proc, slot.conn, slot.seen = proc, ours, time.monotonic()
