@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app import __version__, migrate
 from app.credentials import Vault
 from app.web.deps import STATIC_DIR, TEMPLATES_DIR, EngineDep, get_engine
+from app.web.inputguard import InputGuard
 from app.web.render import make_templates
 from app.web.routes import admin as pages_admin
 from app.web.routes import (
@@ -155,4 +156,6 @@ def create_app(engine: Engine, *, vault: Vault | None = None) -> FastAPI:
     app.include_router(alerting_settings.router)
     app.include_router(errors.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    # outermost: a NUL or an oversized body is refused before anything else reads it
+    app.add_middleware(InputGuard, render=_error_page)
     return app

@@ -150,28 +150,32 @@ def _failure_codes(
 ) -> dict[int, dict[datetime, dict[str, int]]]:
     """Per mode id, error codes per chart bucket, from the store's failed raw samples.
 
-    One read for every charted series (the newest 2000 per mode charted), only when
+    One read per charted mode (its newest 2000 failures), only when
     some bucket failed. Failures are rare and indexed (a partial index), so this stays
     cheap; beyond the raw horizon or the cap, markers keep their counts without codes.
     """
-    if not owner:
-        return {}
-    page = read_samples(
-        conn,
-        series_ids=list(owner),
-        statuses=["error", "timeout"],
-        start=start,
-        end=end,
-        limit=MAX_FAILED_SAMPLES * len(set(owner.values())),
-    )
     out: dict[int, dict[datetime, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
-    for s in page.samples:
-        if s.series_id is None:
-            continue
-        bucket = start + ((s.scheduled_at - start) // step) * step
-        code = s.error_code or str(s.status)
-        per = out[owner[s.series_id]][bucket]
-        per[code] = per.get(code, 0) + 1
+    by_mode: dict[int, list[int]] = defaultdict(list)
+    for series_id, mode_id in owner.items():
+        by_mode[mode_id].append(series_id)
+    # one read per mode: the cap holds per mode, and a read's limit stays within the
+    # store's (a single read for six or more failing modes asked for more than it allows)
+    for series_ids in by_mode.values():
+        page = read_samples(
+            conn,
+            series_ids=series_ids,
+            statuses=["error", "timeout"],
+            start=start,
+            end=end,
+            limit=MAX_FAILED_SAMPLES,
+        )
+        for s in page.samples:
+            if s.series_id is None:
+                continue
+            bucket = start + ((s.scheduled_at - start) // step) * step
+            code = s.error_code or str(s.status)
+            per = out[owner[s.series_id]][bucket]
+            per[code] = per.get(code, 0) + 1
     return out
 
 
