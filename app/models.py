@@ -41,7 +41,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, REAL
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -245,6 +245,7 @@ server_stats = Table(
     Column("metrics", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
     Column("classes", JSONB),
     Column("unavailable", JSONB),
+    Column("chart", ARRAY(REAL)),  # the charted figures (SERVER_CHART_METRICS), migration 0016
     Index("ix_server_stats_scheduled_at", "scheduled_at"),
 )
 

@@ -49,6 +49,20 @@ SAMPLE_TYPES: tuple[str, ...] = (
 )
 
 
+# The serverstats figures the server charts draw, in the order of ``server_stats.chart``
+# (a real[] beside the jsonb, so a chart reads 8 floats per row instead of the whole jsonb).
+SERVER_CHART_METRICS: tuple[str, ...] = (
+    "logons_per_s",
+    "cm_ms_per_logon",
+    "pool_waits_per_s",
+    "pool_busy_pct",
+    "dispatcher_busy_pct",
+    "common_wait_ms",
+    "processes_pct",
+    "sessions_pct",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Grain:
     name: str  # "raw", "1m", "1h", "1d"

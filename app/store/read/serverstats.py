@@ -19,20 +19,11 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from app.store.layout import HOUR, ORIGIN_SQL, no_jit
+from app.store.layout import HOUR, ORIGIN_SQL, SERVER_CHART_METRICS, no_jit
 from app.store.resolution import DEFAULT_POINTS, STEPS, ceil_to, check_range, choose, floor_to
 
-# The numbers charted under the latency charts and summarised for a window, in order.
-CHART_METRICS: tuple[str, ...] = (
-    "logons_per_s",
-    "cm_ms_per_logon",
-    "pool_waits_per_s",
-    "pool_busy_pct",
-    "dispatcher_busy_pct",
-    "common_wait_ms",
-    "processes_pct",
-    "sessions_pct",
-)
+# The numbers charted under the latency charts, in order (also server_stats.chart's order).
+CHART_METRICS: tuple[str, ...] = SERVER_CHART_METRICS
 SUMMARY_METRICS: tuple[str, ...] = (
     *CHART_METRICS,
     "pool_requests_per_s",
@@ -90,26 +81,33 @@ def serverstats_series_ids(conn: Connection, target_id: int) -> list[int]:
 
 
 def _metric_sql(names: tuple[str, ...], source: str) -> str:
+    """Each row's jsonb is read once (``jsonb_to_record``), not once per metric."""
     if source == "raw":
-        cols = ", ".join(
-            f"avg((metrics->>'{m}')::float8), max((metrics->>'{m}')::float8)" for m in names
-        )
+        # the charted figures from the narrow chart array; rows written before it
+        # existed (migration 0016) from the jsonb
+        def value(m: str) -> str:
+            if m not in SERVER_CHART_METRICS:
+                return f"(s.metrics->>'{m}')::float8"
+            i = SERVER_CHART_METRICS.index(m) + 1
+            return f"coalesce(s.chart[{i}], (s.metrics->>'{m}')::float8)"
+
+        cols = ", ".join(f"avg({value(m)}), max({value(m)})" for m in names)
         return (
-            f"select date_bin(cast(:step as interval), scheduled_at, {ORIGIN_SQL}) as b, "
-            f"inst_id, max(instance), bool_or(reset), {cols} "
-            "from server_stats where series_id = any(:ids) and scheduled_at >= :start "
-            "and scheduled_at < :end group by 1, 2 order by 2, 1"
+            f"select date_bin(cast(:step as interval), s.scheduled_at, {ORIGIN_SQL}) as b, "
+            f"s.inst_id, max(s.instance), bool_or(s.reset), {cols} "
+            "from server_stats s where s.series_id = any(:ids) and s.scheduled_at >= :start "
+            "and s.scheduled_at < :end group by 1, 2 order by 2, 1"
         )
+    record = ", ".join(f"{m} float8[]" for m in names)  # [mean, max, n]
     cols = ", ".join(
-        f"sum((metrics->'{m}'->>0)::float8 * (metrics->'{m}'->>2)::float8)"
-        f" / nullif(sum((metrics->'{m}'->>2)::float8), 0), max((metrics->'{m}'->>1)::float8)"
-        for m in names
+        f"sum(m.{m}[1] * m.{m}[3]) / nullif(sum(m.{m}[3]), 0), max(m.{m}[2])" for m in names
     )
     return (
-        f"select date_bin(cast(:step as interval), bucket, {ORIGIN_SQL}) as b, "
-        f"inst_id, max(instance), sum(n_reset) > 0, {cols} "
-        "from server_stats_1h where series_id = any(:ids) and bucket >= :start "
-        "and bucket < :end group by 1, 2 order by 2, 1"
+        f"select date_bin(cast(:step as interval), s.bucket, {ORIGIN_SQL}) as b, "
+        f"s.inst_id, max(s.instance), sum(s.n_reset) > 0, {cols} "
+        f"from server_stats_1h s cross join lateral jsonb_to_record(s.metrics) as m({record}) "
+        "where s.series_id = any(:ids) and s.bucket >= :start "
+        "and s.bucket < :end group by 1, 2 order by 2, 1"
     )
 
 
@@ -185,17 +183,19 @@ class ServerWindow:
 
 
 def _summary_sql(names: tuple[str, ...]) -> str:
+    record = ", ".join(f"{m} float8" for m in names)
     cols = ", ".join(
-        f"avg((metrics->>'{m}')::float8) filter (where scheduled_at >= :start), "
-        f"max((metrics->>'{m}')::float8) filter (where scheduled_at >= :start), "
-        f"avg((metrics->>'{m}')::float8) filter (where scheduled_at < :start)"
+        f"avg(m.{m}) filter (where s.scheduled_at >= :start), "
+        f"max(m.{m}) filter (where s.scheduled_at >= :start), "
+        f"avg(m.{m}) filter (where s.scheduled_at < :start)"
         for m in names
     )
     return (
-        "select inst_id, max(instance), count(*) filter (where scheduled_at >= :start), "
-        f"count(*) filter (where reset and scheduled_at >= :start), {cols} "
-        "from server_stats where series_id = any(:ids) and scheduled_at >= :before "
-        "and scheduled_at < :end group by 1 order by 1"
+        "select s.inst_id, max(s.instance), count(*) filter (where s.scheduled_at >= :start), "
+        f"count(*) filter (where s.reset and s.scheduled_at >= :start), {cols} "
+        f"from server_stats s cross join lateral jsonb_to_record(s.metrics) as m({record}) "
+        "where s.series_id = any(:ids) and s.scheduled_at >= :before "
+        "and s.scheduled_at < :end group by 1 order by 1"
     )
 
 

@@ -7,7 +7,8 @@ instance names, and ``server_unavailable``, the views it could not read) and
 :func:`write_server_stats` stores them, in the same transaction as the samples:
 
 1. one ``server_stats`` row per run and instance (``ON CONFLICT DO NOTHING``: a replayed
-   batch is stored once);
+   batch is stored once), its charted figures also in ``chart`` (a narrow ``real[]`` in
+   :data:`~app.store.layout.SERVER_CHART_METRICS` order: charts read it, not the jsonb);
 2. the ``server_stats_1h`` rows of every (series, hour) touched are recomputed from the
    raw rows (per metric: mean, max, count of non-null values), under a per-series
    advisory lock so two writers of one series cannot lose each other's rows.
@@ -29,18 +30,18 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.samples import Sample
-from app.store.layout import ORIGIN_SQL, driver_connection
+from app.store.layout import ORIGIN_SQL, SERVER_CHART_METRICS, driver_connection
 
 KEY = "serverstats"
 
 _INSERT = (
     "insert into server_stats (series_id, scheduled_at, inst_id, instance, startup, "
-    "interval_s, reset, metrics, classes, unavailable) "
+    "interval_s, reset, metrics, classes, unavailable, chart) "
     "select r.series_id, r.scheduled_at, r.inst_id, r.instance, r.startup, r.interval_s, "
-    "r.reset, coalesce(r.metrics, '{}'::jsonb), r.classes, r.unavailable "
+    "r.reset, coalesce(r.metrics, '{}'::jsonb), r.classes, r.unavailable, r.chart "
     "from jsonb_to_recordset(%s::jsonb) as r(series_id int, scheduled_at timestamptz, "
     "inst_id smallint, instance text, startup text, interval_s float8, reset boolean, "
-    "metrics jsonb, classes jsonb, unavailable jsonb) "
+    "metrics jsonb, classes jsonb, unavailable jsonb, chart real[]) "
     "on conflict do nothing"
 )
 _HOUR = f"date_bin('1 hour', s.scheduled_at, {ORIGIN_SQL})"
@@ -101,6 +102,7 @@ def split_server_stats(samples: Sequence[Sample]) -> tuple[list[Sample], list[di
                     "interval_s": inst.get("interval_s"),
                     "reset": bool(inst.get("reset")),
                     "metrics": inst.get("metrics") or {},
+                    "chart": [(inst.get("metrics") or {}).get(m) for m in SERVER_CHART_METRICS],
                     "classes": inst.get("classes") or None,
                     "unavailable": reading.get("unavailable") or None,
                 }
