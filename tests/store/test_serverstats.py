@@ -159,3 +159,21 @@ def test_retention_prunes_raw_and_hours(engine: Engine) -> None:
         prune_server_stats(conn, raw_days=1, hour_days=1, now=T0 + timedelta(days=2))
         left = conn.execute(text("select count(*) from server_stats_1h")).scalar_one()
     assert gone == 1 and hours == 1 and left == 0
+
+
+def test_charts_read_the_chart_array_and_older_rows_the_jsonb(engine: Engine) -> None:
+    _, sid = setup(engine)
+    write(engine, [reading(sid, T0, {1: {"pool_waits_per_s": 2.0}})])
+    with engine.begin() as conn:
+        chart = conn.execute(text("select chart from server_stats")).scalar_one()
+        conn.execute(  # a row written before migration 0016: no chart array
+            text(
+                "insert into server_stats (series_id, scheduled_at, inst_id, metrics) "
+                "values (:s, :t, 1, '{\"pool_waits_per_s\": 6.0}')"
+            ),
+            {"s": sid, "t": T0 + timedelta(minutes=1)},
+        )
+        res = server_series(conn, [sid], T0, T0 + timedelta(minutes=10), max_points=10)
+    assert chart[2] == 2.0 and chart[0] is None  # SERVER_CHART_METRICS order
+    (inst,) = res.instances
+    assert [p.max for p in inst.metrics["pool_waits_per_s"]] == [2.0, 6.0]  # array, jsonb
