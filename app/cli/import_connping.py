@@ -10,7 +10,7 @@ The rollups pick the new samples up like any others.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy import text
@@ -89,12 +89,26 @@ def import_connping_file(
     start: datetime | None = None,
     interval_s: float | None = None,
     utcformat: str | None = None,
+    keep_days: int = 1826,
+    now: datetime | None = None,
 ) -> ImportOutcome:
-    """Parse ``path`` completely, then store it in one transaction (the caller's)."""
+    """Parse ``path`` completely, then store it in one transaction (the caller's).
+
+    Rows must be timed within the store's window: no older than ``keep_days`` (the
+    longest retention, CONNWATCH_RETENTION_1H_DAYS: older history would be dropped at
+    once) and no later than a day ahead of ``now`` (clock skew); each row's day gets a
+    partition, so a typo'd epoch in the year 5138 must not create one.
+    """
+    now = now or datetime.now(UTC)
+    window = (now - timedelta(days=keep_days), now + timedelta(days=1))
     try:
         with path.open(newline="") as fh:
             samples = parse_connping_csv(
-                fh, start=start, interval=interval_s, utcformat=utcformat or DEFAULT_UTCFORMAT
+                fh,
+                start=start,
+                interval=interval_s,
+                utcformat=utcformat or DEFAULT_UTCFORMAT,
+                window=window,
             )
     except OSError as exc:
         raise ImportError_(f"{path}: cannot read: {exc.strerror}") from None

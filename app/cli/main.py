@@ -267,6 +267,7 @@ def import_connping(
                 start=start,
                 interval_s=interval,
                 utcformat=utcformat,
+                keep_days=settings.retention_1h_days,
             )
     except ImportError_ as exc:
         raise CliError(str(exc)) from None

@@ -13,6 +13,7 @@ agent or the web, so all of them may use it.
 from __future__ import annotations
 
 import copy
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,20 +34,33 @@ class Param:
     doc: str = ""
 
 
+def _show(value: Any) -> str:
+    """A value for a message: its repr, cut short (a hostile one may be megabytes)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
 def _read(name: str, spec: Param, params: Mapping[str, Any]) -> Any:
     value: Any = params[name] if name in params else copy.copy(spec.default)
     if spec.kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if not isinstance(value, spec.kind) or (spec.kind is not bool and isinstance(value, bool)):
-        raise ParamError(f"parameter {name!r} must be {spec.kind.__name__}, got {value!r}")
-    number = float(cast(float, value)) if spec.kind in (int, float) else 0.0
+        raise ParamError(f"parameter {name!r} must be {spec.kind.__name__}, got {_show(value)}")
+    # ints compare as ints (10**400 does not fit a float); NaN and infinity are refused
+    number = cast(float, value) if spec.kind in (int, float) else 0.0
+    if not math.isfinite(min(abs(number), 1e300) if isinstance(number, int) else number):
+        raise ParamError(f"parameter {name!r} must be a finite number, got {_show(value)}")
     if spec.minimum is not None and number < spec.minimum:
-        raise ParamError(f"parameter {name!r} must be >= {spec.minimum:g}, got {value!r}")
+        raise ParamError(f"parameter {name!r} must be >= {_num(spec.minimum)}, got {_show(value)}")
     if spec.maximum is not None and number > spec.maximum:
-        raise ParamError(f"parameter {name!r} must be <= {spec.maximum:g}, got {value!r}")
+        raise ParamError(f"parameter {name!r} must be <= {_num(spec.maximum)}, got {_show(value)}")
     if spec.choices is not None and value not in spec.choices:
         raise ParamError(
-            f"parameter {name!r} must be one of {', '.join(spec.choices)}, got {value!r}"
+            f"parameter {name!r} must be one of {', '.join(spec.choices)}, got {_show(value)}"
         )
     return value
 
@@ -72,16 +86,18 @@ PROBE_PARAMS: dict[str, dict[str, Param]] = {
     "commit": {
         "table": Param(str, COMMIT_TABLE, doc="table the probe inserts into"),
         "probe_id": Param(str, "connwatch", doc="value of the probe_id column"),
-        "purge_every": Param(int, 100, minimum=1, doc="runs between purges"),
-        "keep_seconds": Param(int, 3600, minimum=0, doc="age of the rows a purge keeps"),
+        "purge_every": Param(int, 100, minimum=1, maximum=1_000_000, doc="runs between purges"),
+        "keep_seconds": Param(
+            int, 3600, minimum=0, maximum=366 * 86_400, doc="age of the rows a purge keeps"
+        ),
     },
     "poolacquire": {
         "validation": Param(
             str, "foreground", choices=("foreground", "background"), doc="pool ping_interval"
         ),
-        "min": Param(int, 1, minimum=0, doc="pool min"),
-        "max": Param(int, 2, minimum=1, doc="pool max"),
-        "increment": Param(int, 1, minimum=1, doc="pool increment"),
+        "min": Param(int, 1, minimum=0, maximum=1000, doc="pool min"),
+        "max": Param(int, 2, minimum=1, maximum=1000, doc="pool max"),
+        "increment": Param(int, 1, minimum=1, maximum=1000, doc="pool increment"),
     },
     "serverstats": {
         "gv": Param(
@@ -96,8 +112,12 @@ PROBE_PARAMS: dict[str, dict[str, Param]] = {
     },
     "sweep": {
         "levels": Param(list, [1, 2, 4], doc="concurrency levels, each 1..32"),
-        "logons": Param(int, 20, minimum=1, doc="logons per loop and level"),
-        "pause_s": Param(float, 0.0, minimum=0.0, doc="pause between logons, seconds"),
+        "logons": Param(
+            int, 20, minimum=1, maximum=SWEEP_MAX_TOTAL_LOGONS, doc="logons per loop and level"
+        ),
+        "pause_s": Param(
+            float, 0.0, minimum=0.0, maximum=60.0, doc="pause between logons, seconds"
+        ),
     },
 }
 
@@ -235,8 +255,10 @@ def connection_param_errors(
             except ValueError as exc:
                 errors.append(f"parameter 'connect_timeout': {exc} (got {value!r})")
             else:
-                if ms <= 0:
-                    errors.append(f"parameter 'connect_timeout' must be positive, got {value!r}")
+                if ms <= 0 or ms > 86_400_000:
+                    errors.append(
+                        f"parameter 'connect_timeout' must be from 1ms to 1d, got {value!r}"
+                    )
         elif key == "options":
             if not isinstance(value, dict) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in value.items()

@@ -38,7 +38,12 @@ from pydantic import (
 )
 
 from app.models import ORACLE_MODES, POSTGRES_MODES
-from app.targets.durations import Duration, format_duration_ms, parse_duration_ms
+from app.targets.durations import (
+    MAX_SERIES_MS,
+    Duration,
+    format_duration_ms,
+    parse_duration_ms,
+)
 from app.targets.params import (
     ParamError,
     connection_param_errors,
@@ -72,11 +77,23 @@ DEFAULT_INTERVAL_MS = 10_000  # a probe without an interval, or a mode without p
 
 class ProbeEntry(_Strict):
     probe: Literal["connping", "sessionping", "poolacquire", "commit", "sweep", "serverstats"]
+    # both are stored as int4 milliseconds: at most 24d (MAX_SERIES_MS)
     interval: Duration = Field(default=DEFAULT_INTERVAL_MS, ge=100)
     timeout: Duration | None = Field(default=None, gt=0)
     site: Name = "default"
     enabled: bool = True
     params: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("interval", "timeout")
+    @classmethod
+    def _fits_the_store(cls, v: int | None) -> int | None:
+        # the store keeps both as int4 milliseconds (MAX_SERIES_MS); 600h overflowed it
+        if v is not None and v > MAX_SERIES_MS:
+            raise ValueError(
+                f"{format_duration_ms(v)} is longer than "
+                f"{format_duration_ms(MAX_SERIES_MS)}, the longest the store keeps"
+            )
+        return v
 
     @model_validator(mode="after")
     def _timeout_within_interval(self) -> ProbeEntry:
@@ -258,7 +275,17 @@ def parse_targets(text: str, source: str) -> TargetsFile:
 
 def load_targets_file(path: Path) -> TargetsFile:
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as exc:
         raise TargetsFileError([f"{path}: cannot read: {exc.strerror}"]) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise TargetsFileError(
+            [
+                f"{path}: line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                f"{exc.start})"
+            ]
+        ) from None
     return parse_targets(text, str(path))

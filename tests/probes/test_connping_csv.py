@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -67,3 +68,34 @@ def test_binary_file_is_bad_input(tmp_path: object) -> None:
     f.write_bytes(b"# CONN OCI DUAL SID INST EPOCH\n\xff\xfe\x00garbage\n")
     with f.open(newline="") as fh, pytest.raises(ConnpingCsvError, match="not UTF-8 text"):
         parse_connping_csv(fh)
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("nan 0.1 0.1 7 1 1.0", "line 2: CONN 'nan' is not a time in milliseconds"),
+        ("1.0 inf 0.1 7 1 1.0", "line 2: OCI 'inf' is not a time in milliseconds"),
+        ("1.0 0.1 1e300 7 1 1.0", "line 2: DUAL '1e300' is not a time in milliseconds"),
+        ("-1.0 0.1 0.1 7 1 1.0", "line 2: CONN '-1.0' is not a time in milliseconds"),
+        ("1.0 0.1 0.1 2147483648 1 1.0", "line 2: SID 2147483648 is not from 0 to 2147483647"),
+        ("1.0 0.1 0.1 7 -1 1.0", "line 2: INST -1 is not from 0 to 2147483647"),
+        ("1.0 0.1 0.1 7 1 1e300", "line 2: bad TIME '1e300'"),
+    ],
+)
+def test_values_the_store_cannot_hold_are_refused_naming_the_line(row: str, message: str) -> None:
+    text = ["# CONN OCI DUAL SID INST TIME\n", row + "\n"]
+    with pytest.raises(ConnpingCsvError, match="^" + re.escape(message)):
+        parse_connping_csv(text, start=START)
+
+
+def test_rows_outside_the_window_are_refused() -> None:
+    window = (datetime(2025, 1, 1, tzinfo=UTC), datetime(2027, 1, 1, tzinfo=UTC))
+    ok = ["# CONN OCI DUAL SID INST EPOCH\n", "1.0 0.1 0.1 7 1 1767225600\n"]
+    assert len(parse_connping_csv(ok, window=window)) == 1
+    year_5138 = ["# CONN OCI DUAL SID INST EPOCH\n", "1.0 0.1 0.1 7 1 1767225600\n",
+                 "1.0 0.1 0.1 7 1 99999999999\n"]  # fmt: skip
+    with pytest.raises(ConnpingCsvError, match=r"^line 3: 5138-11-16 09:46:39 UTC is outside"):
+        parse_connping_csv(year_5138, window=window)
+    for interval in (float("nan"), float("inf"), 0.0, 1e300):
+        with pytest.raises(ConnpingCsvError, match="interval must be from 0 to 86400 seconds"):
+            parse_connping_csv(["# CONN OCI DUAL SID INST\n"], start=START, interval=interval)

@@ -179,3 +179,39 @@ def test_an_oversized_body_is_a_413(env: tuple[TestClient, Seeded]) -> None:
     client, _ = env
     res = client.post("/api/v1/annotations", json={"text": "x" * 2_000_000, "target": "sales"})
     assert res.status_code == 413, res.text[:200]
+
+
+def _new_target_form(**fields: str) -> dict[str, str]:
+    form = {
+        "name": "bad-input",
+        "kind": "oracle",
+        "dsn": "dbhost:1521/X",
+        "username": "cw",
+        "mode-0-name": "dedicated",
+        "mode-0-kind": "dedicated",
+        "mode-0-on": "on",
+        "mode-0-interval": "10s",
+        "mode-0-timeout": "5s",
+    }
+    form.update(fields)
+    return form
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"mode-0-interval": "600h"}, "25d is longer than 24d, the longest the store keeps"),
+        ({"mode-0-timeout": "9999999h"}, "is too long: a duration is at most 3650d"),
+        ({"mode-0-interval": "1" * 400 + "s"}, "expected a duration such as 10s"),
+        ({"mode-0-params": '{"sdu": 99999999999999999999}'}, "must be an integer 512..2097152"),
+    ],
+)
+def test_numbers_beyond_their_columns_are_form_errors(
+    env: tuple[TestClient, Seeded], fields: dict[str, str], message: str
+) -> None:
+    client, _ = env
+    before = _count_targets(client)
+    res = client.post("/targets/new", data=_new_target_form(**fields))
+    assert res.status_code == 422, res.text[:300]
+    assert message in res.text
+    assert _count_targets(client) == before

@@ -18,6 +18,7 @@ not printed) and marked ``extra["time_estimated"] = True``.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -26,6 +27,11 @@ from app.probes.adhoc.rwlformat import DEFAULT_UTCFORMAT
 from app.samples import Sample, SampleStatus
 
 COLUMNS = ("CONN", "OCI", "DUAL", "SID", "INST")
+# What a row may hold, checked before anything is stored: times are finite milliseconds
+# up to a day (no logon takes longer; 1e300 would overflow the int8 nanosecond columns),
+# SID and INST fit the store's int4 (a larger SID used to wrap around silently).
+MAX_MS = 86_400_000.0
+MAX_INT4 = 2**31 - 1
 TIME_COLUMNS = ("TIME", "EPOCH", "UTCTIME")
 
 
@@ -93,6 +99,25 @@ def _text_lines(lines: Iterable[str]) -> Iterator[str]:
         yield line
 
 
+def _numbers(cells: list[str], lineno: int, text: str) -> tuple[float, float, float, int, int]:
+    """CONN, OCI, DUAL (ms) and SID, INST of a row, each within what the store holds."""
+    try:
+        conn, oci, dual = (float(c) for c in cells[:3])
+        sid, inst = int(cells[3]), int(cells[4])
+    except ValueError:
+        raise ConnpingCsvError(f"line {lineno}: not numbers: {text[:80]!r}") from None
+    for name, ms in zip(COLUMNS, (conn, oci, dual), strict=False):
+        if not (math.isfinite(ms) and 0 <= ms <= MAX_MS):
+            raise ConnpingCsvError(
+                f"line {lineno}: {name} {cells[COLUMNS.index(name)].strip()[:40]!r} is not a "
+                f"time in milliseconds from 0 to {MAX_MS:.0f} (a day)"
+            )
+    for name, n in (("SID", sid), ("INST", inst)):
+        if not 0 <= n <= MAX_INT4:
+            raise ConnpingCsvError(f"line {lineno}: {name} {n} is not from 0 to {MAX_INT4}")
+    return conn, oci, dual, sid, inst
+
+
 def parse_connping_csv(
     lines: Iterable[str],
     *,
@@ -100,8 +125,12 @@ def parse_connping_csv(
     interval: float | None = None,
     utcformat: str = DEFAULT_UTCFORMAT,
     series_id: int | None = None,
+    window: tuple[datetime, datetime] | None = None,
 ) -> list[Sample]:
-    """Parse connping CSV lines into Samples (raises ConnpingCsvError on bad input)."""
+    """Parse connping CSV lines into Samples (raises ConnpingCsvError on bad input).
+
+    ``window`` (aware instants, inclusive) refuses a row timed outside it, naming the line.
+    """
     it = _text_lines(lines)
     header = None
     lineno = 0
@@ -131,6 +160,8 @@ def parse_connping_csv(
         raise ConnpingCsvError("file has no timestamps: give the run's start and interval")
     if start is not None and start.tzinfo is None:
         raise ConnpingCsvError("start must be timezone-aware")
+    if interval is not None and not (math.isfinite(interval) and 0 < interval <= 86_400):
+        raise ConnpingCsvError(f"the interval must be from 0 to 86400 seconds, got {interval}")
     pattern = _utc_parser(utcformat) if time_col == "UTCTIME" else None
     samples: list[Sample] = []
     for raw in it:
@@ -141,13 +172,7 @@ def parse_connping_csv(
         cells = text.split(";") if excel else text.split(None, 5 if time_col else 4)
         if len(cells) != len(cols):
             raise ConnpingCsvError(f"line {lineno}: expected {len(cols)} fields, got {len(cells)}")
-        try:
-            conn, oci, dual = (float(c) for c in cells[:3])
-            sid, inst = int(cells[3]), int(cells[4])
-        except ValueError:
-            raise ConnpingCsvError(f"line {lineno}: not numbers: {text[:80]!r}") from None
-        if min(conn, oci, dual) < 0:
-            raise ConnpingCsvError(f"line {lineno}: negative time")
+        conn, oci, dual, sid, inst = _numbers(cells, lineno, text)
         extra: dict[str, object] = {"source": "connping-csv", "instance_number": inst}
         if time_col == "EPOCH":
             try:
@@ -161,12 +186,17 @@ def parse_connping_csv(
             assert start is not None
             try:
                 at = start + timedelta(seconds=float(cells[5]))
-            except ValueError:
+            except (ValueError, OverflowError):
                 raise ConnpingCsvError(f"line {lineno}: bad TIME {cells[5]!r}") from None
         else:
             assert start is not None and interval is not None
             at = start + timedelta(seconds=(len(samples) + 1) * interval)
             extra["time_estimated"] = True
+        if window is not None and not window[0] <= at <= window[1]:
+            raise ConnpingCsvError(
+                f"line {lineno}: {at:%Y-%m-%d %H:%M:%S} UTC is outside the time the store "
+                f"accepts ({window[0]:%Y-%m-%d} to {window[1]:%Y-%m-%d %H:%M} UTC)"
+            )
         samples.append(
             Sample(
                 series_id=series_id,
