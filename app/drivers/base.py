@@ -73,6 +73,10 @@ class RoundTripLog:
         return len(self.events)
 
 
+# python-oracledb thin's round-trip names (``Message.name``, passed to
+# ``round_trip_callback``), and the TLS handshakes drivers/oracle.py stamps, -> connwatch's
+# logon phase names (app.samples.LOGON_PHASE_ORDER). ``authorization`` is numbered by the
+# authentication phase it carries: see :func:`round_trip_labels`.
 _PHASE_NAMES = {
     "connect": "connect",
     "protocol": "protocol",
@@ -81,6 +85,34 @@ _PHASE_NAMES = {
     "network_services": "network_services",
     "tls_handshake": "tls_handshake",
 }
+
+
+def round_trip_labels(names: list[str]) -> list[str]:
+    """connwatch's phase name for each logon event, given the driver's names in order.
+
+    ``authorization`` round trips are numbered by the authentication phase they carry:
+    in the 19c flow the first is phase one (``auth1``), the second phase two
+    (``auth2``); after a 23ai ``fast_authorization`` (which carries phase one with
+    the protocol and data-types negotiation) the next ``authorization`` is phase two
+    (``auth2``), so a wrong password fails at ``auth2`` whatever the server version.
+    A repeated label (a RESEND, the CONNECT sent again after a listener REDIRECT) gets
+    ``_2``, ``_3``. Names the table does not know pass through unchanged.
+    """
+    labels: list[str] = []
+    seen: dict[str, int] = {}
+    auth = 0
+    for name in names:
+        if name == "fast_authorization":
+            auth = max(auth, 1)
+        if name == "authorization":
+            auth += 1
+            label = f"auth{auth}"
+        else:
+            label = _PHASE_NAMES.get(name, name)
+        n = seen.get(label, 0) + 1
+        seen[label] = n
+        labels.append(label if n == 1 else f"{label}_{n}")
+    return labels
 
 
 def logon_phases(
@@ -92,14 +124,11 @@ def logon_phases(
     (address resolution and the TCP handshake). For tcps, ``tls_handshake`` runs from
     the start of the TLS handshake (``tls``: when the driver wrapped the new TCP
     connection) until the first Oracle Net request (the handshake, the certificate and
-    DN checks). Each
-    round trip then runs from its request until the next request starts (the
-    last one until connect returned), so it includes the client work that
-    follows its reply (the password-key derivation after ``auth1``, the session
-    set-up after ``auth2``). ``authorization`` round trips are named ``auth1``,
-    ``auth2``; a repeated name (a RESEND, or the CONNECT sent again after a
-    REDIRECT to a shared-server dispatcher, whose TCP connect then falls in the
-    first ``connect``) gets a ``_2``, ``_3`` suffix.
+    DN checks). Each round trip then runs from its request until the next request starts
+    (the last one until connect returned), so it includes the client work that follows
+    its reply (the password-key derivation after ``auth1``, the session set-up after
+    ``auth2``). Round trips are named by :func:`round_trip_labels` (the names and both
+    flows: docs/probes.md, "Logon phases"; :data:`app.samples.LOGON_PHASE_ORDER`).
     """
     phases: dict[str, int] = {}
     if tls:
@@ -107,6 +136,12 @@ def logon_phases(
     if not events:
         phases["tcp_connect"] = end_ns - start_ns
         return phases
+    phases["tcp_connect"] = events[0][1] - start_ns
+    labels = round_trip_labels([name for name, _ in events])
+    for i, (label, (_, at)) in enumerate(zip(labels, events, strict=True)):
+        nxt = events[i + 1][1] if i + 1 < len(events) else end_ns
+        phases[label] = nxt - at
+    return phases
     phases["tcp_connect"] = events[0][1] - start_ns
     auth = 0
     for i, (name, at) in enumerate(events):

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from app.drivers.base import RoundTripLog
+from app.drivers.base import RoundTripLog, round_trip_labels
 from app.probes.spec import ProbeSpec
 from app.targets.params import ParamError, probe_params
 
@@ -91,10 +91,7 @@ class ProbeContext:
             return "logon:tls_handshake"
         if not events:
             return "logon:tcp_connect"
-        auth = sum(1 for name, _ in events if name == "authorization")
-        name = events[-1][0]
-        label = f"auth{auth}" if name == "authorization" else name
-        return f"logon:{label}"
+        return "logon:" + round_trip_labels([name for name, _ in events])[-1]
 
     def defer(self, cleanup: Cleanup) -> int:
         """Register a cleanup; returns a token for :meth:`release`."""
