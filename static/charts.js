@@ -106,7 +106,22 @@ CW.modeTraces = (data, m, ya, errRow, top, showlegend) => {
         + "%{customdata[2]:.2f}), n=%{customdata[3]}<extra>" + m.name + "</extra>",
     }, axes));
   }
-  const errs = (data.errors || []).filter((e) => e.mode === m.name);
+  const errs = (data.errors || []).filter((e) => e.mode === m.name && !e.probe_side);
+  /* probe-side errors (class PROBE): connwatch's own trouble, not the database's; drawn
+     apart as grey open circles, never as the mode's failures */
+  const probeErrs = (data.errors || []).filter((e) => e.mode === m.name && e.probe_side);
+  if (probeErrs.length) {
+    traces.push(Object.assign({
+      x: probeErrs.map((e) => CW.local(e.t)), y: probeErrs.map(() => errRow),
+      type: "scatter", mode: "markers", name: `${m.name} probe-side errors`, showlegend,
+      legendgroup: m.name,
+      marker: { color: "#777777", symbol: "circle-open", size: 8, line: { width: 1.5 } },
+      customdata: probeErrs.map((e) => CW.utc(e.t)),
+      text: probeErrs.map((e) => `${e.count} probe-side (not the database): `
+        + (e.meanings && e.meanings.length ? e.meanings.join("<br>") : e.codes.join(", "))),
+      hovertemplate: "%{customdata}<br>%{text}<extra>" + m.name + "</extra>",
+    }, axes));
+  }
   if (errs.length) {
     const stepMs = data.step_s * 1000;
     const endMs = Date.parse(data.window_end || data.end);

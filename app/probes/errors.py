@@ -25,7 +25,15 @@ Codes (see :class:`app.samples.ErrorClass`):
   start-up without its SQLSTATE, so the common ones are recognised by the
   server's (English) message; an unrecognised rejection is ``PG-08004``, another
   connection failure without SQLSTATE ``PG-08006``.
-- ``OTHER``: anything else, coded by the exception's class name.
+- ``PROBE-<what>``: a **probe-side error** (class :attr:`~app.samples.ErrorClass.PROBE`):
+  the measurement failed on connwatch's side, so the sample says nothing about the
+  target. Any exception that is neither a driver's error (``oracledb.Error``,
+  ``psycopg.Error``) nor an operating-system error is one: an ``IndexError`` from
+  inside python-oracledb (its DRCP statement-cache defect, docs/probes.md), a bug of
+  connwatch's own, a probe that cannot run as configured (``PROBE-CONFIG``). Coded
+  ``PROBE-`` + the exception's class name. Availability, the overview, alerts, the
+  weekly report and ``/metrics`` leave these out (see :class:`app.samples.ErrorClass`).
+- ``OTHER``: a driver error that carries no code, coded by the exception's class name.
 
 Messages are one line (newlines and tabs collapse to " | " and spaces), have every
 known secret and any ``password=...`` / ``user/password@`` fragment replaced by
@@ -44,7 +52,8 @@ from dataclasses import dataclass
 import oracledb
 import psycopg
 
-from app.samples import ErrorClass
+from app.probes.base import ProbeConfigError
+from app.samples import PROBE_CODE_PREFIX, ErrorClass
 
 MAX_MESSAGE = 500
 
@@ -77,6 +86,11 @@ class ClassifiedError:
     error_class: ErrorClass
     code: str
     message: str
+
+
+def probe_side(code: str, message: str) -> ClassifiedError:
+    """A probe-side error (class PROBE, code ``PROBE-<code>``): not the target's failure."""
+    return ClassifiedError(ErrorClass.PROBE, PROBE_CODE_PREFIX + code, message)
 
 
 class ClassifiedException(Exception):
@@ -227,7 +241,11 @@ def classify(
     elif isinstance(exc, OSError):
         cls, code = ErrorClass.NET, _os_code(exc) or "NET-" + type(exc).__name__
     else:
-        cls, code = ErrorClass.OTHER, type(exc).__name__
+        # Not the database's answer nor the network's: the driver's or connwatch's own
+        # code failed (python-oracledb's IndexError from its statement cache, a bug, a
+        # probe that cannot run as configured). Probe-side, never the target's failure.
+        what = "CONFIG" if isinstance(exc, ProbeConfigError) else type(exc).__name__
+        return probe_side(what, sanitise(text, secrets))
     if cls is ErrorClass.NET and phase == "logon:tls_handshake":
         cls, code = ErrorClass.TLS, "TLS-HANDSHAKE"  # e.g. a tcp listener closing on us
     return ClassifiedError(cls, code, sanitise(text, secrets))

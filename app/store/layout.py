@@ -19,7 +19,11 @@ PHASES: tuple[str, ...] = ("total", "logon", "ping", "query", "logoff", "commit"
 ORIGIN_SQL = "timestamptz '2000-01-03 00:00:00+00'"
 
 PHASE_COLUMNS: tuple[str, ...] = ("n", "min", "max", "sum", "p50", "p95", "p99", "hi", "hc")
-COUNT_COLUMNS: tuple[str, ...] = ("n", "n_ok", "n_error", "n_timeout", "n_skipped")
+# Counts of a rollup row: every run (n) = ok + error + timeout + skipped + probe.
+# ``n_error`` counts the target's errors only; ``n_probe`` the probe-side errors
+# (status 'error', class PROBE: app.samples.ErrorClass.PROBE), which never count against
+# a target: availability = n_ok / (n - n_skipped - n_probe) (app.samples.availability_ratio).
+COUNT_COLUMNS: tuple[str, ...] = ("n", "n_ok", "n_error", "n_timeout", "n_skipped", "n_probe")
 ERROR_COLUMNS: tuple[str, ...] = ("err_class", "err_code")
 
 # The columns of ``samples`` in table order, and their PostgreSQL types (for binary COPY).
@@ -63,6 +67,25 @@ SERVER_CHART_METRICS: tuple[str, ...] = (
 )
 
 
+def probe_side_sql(alias: str = "") -> str:
+    """SQL predicate over raw samples: a probe-side error (not the target's failure)."""
+    a = f"{alias}." if alias else ""
+    return f"({a}status = 'error' and {a}error_class = 'PROBE')"
+
+
+def target_error_sql(alias: str = "") -> str:
+    """SQL predicate over raw samples: an error of the target (status 'error', not PROBE)."""
+    a = f"{alias}." if alias else ""
+    return f"({a}status = 'error' and {a}error_class is distinct from 'PROBE')"
+
+
+def failed_sql(alias: str = "") -> str:
+    """SQL predicate over raw samples: the target failed (its error, or a timeout).
+    Probe-side errors and skipped runs are neither ok nor failed."""
+    a = f"{alias}." if alias else ""
+    return f"({a}status = 'timeout' or {target_error_sql(alias)})"
+
+
 @dataclass(frozen=True, slots=True)
 class Grain:
     name: str  # "raw", "1m", "1h", "1d"
@@ -82,9 +105,16 @@ def phase_columns(phases: tuple[str, ...] = PHASES) -> list[str]:
     return [f"{p}_{c}" for p in phases for c in PHASE_COLUMNS]
 
 
-def rollup_value_columns(phases: tuple[str, ...] = PHASES) -> list[str]:
+# The count columns before migration 0023 added ``n_probe`` (for migrations that run
+# store code against the tables as they were then).
+COUNT_COLUMNS_0022: tuple[str, ...] = COUNT_COLUMNS[:5]
+
+
+def rollup_value_columns(
+    phases: tuple[str, ...] = PHASES, counts: tuple[str, ...] = COUNT_COLUMNS
+) -> list[str]:
     """Columns of a rollup row other than its key (series_id, bucket)."""
-    return [*COUNT_COLUMNS, *ERROR_COLUMNS, *phase_columns(phases)]
+    return [*counts, *ERROR_COLUMNS, *phase_columns(phases)]
 
 
 def check_phase(phase: str) -> str:

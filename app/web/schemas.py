@@ -46,7 +46,10 @@ class OverviewRowOut(BaseModel):
     mode: str
     mode_kind: str
     probe: str | None = Field(description="the probe kind read: connping where the mode has one")
-    state: str = Field(description="ok, degraded, down, stale, unknown or disabled")
+    state: str = Field(
+        description="ok, degraded, down, probe-error (no recent run measured the database: "
+        "probe-side errors or skipped runs), stale, unknown or disabled"
+    )
     reason: str
     logon_p50_ms: float | None
     logon_p95_ms: float | None
@@ -90,11 +93,16 @@ class ModeTimeseries(BaseModel):
 class ErrorMark(BaseModel):
     mode: str
     t: datetime
-    count: int = Field(description="failed samples (error or timeout) in the bucket")
+    count: int = Field(description="failed samples (error or timeout; probe_side: probe-side errors) in the bucket")
     n: int = Field(0, description="samples of any status in the bucket")
     codes: list[str] = Field(description="their codes, most frequent first")
     meanings: list[str] = Field(
         default_factory=list, description="one line per code: what it means (app.explain)"
+    )
+    probe_side: bool = Field(
+        False,
+        description="true: probe-side errors (class PROBE): connwatch's own trouble, "
+        "not the database's, never in availability",
     )
 
 

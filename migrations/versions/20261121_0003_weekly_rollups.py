@@ -25,9 +25,11 @@ def upgrade() -> None:
         "create table rollup_1w (like rollup_1d including defaults, "
         "constraint pk_rollup_1w primary key (series_id, bucket))"
     )
+    from app.store.layout import COUNT_COLUMNS_0022
     from app.store.write.rollups import weeks_backfill_sql  # the one merge the store itself uses
 
-    op.execute(weeks_backfill_sql())
+    # the count columns of the rollup tables at this revision (0023 added n_probe)
+    op.execute(weeks_backfill_sql(COUNT_COLUMNS_0022))
 
 
 def downgrade() -> None:

@@ -140,7 +140,7 @@ def test_unbuildable_series_gives_config_errors_not_a_crash(
         bad = add_series(conn, add_mode(conn, t, "direct"), interval_ms=500)
     run_agent(store, make_settings(tmp_path, "postgresql://unused/x"), 2.5)
     rows = by_series(samples_of(store, [*good, bad]))
-    assert len(rows[bad]) >= 3 and {r.error_code for r in rows[bad]} == {"CONFIG"}
+    assert len(rows[bad]) >= 3 and {r.error_code for r in rows[bad]} == {"PROBE-CONFIG"}
     assert {r.status for r in rows[bad]} == {"error"}
     assert {r.status for r in rows[good[0]]} == {"ok"}
     said = [r.getMessage() for r in caplog.records if "cannot run" in r.getMessage()]

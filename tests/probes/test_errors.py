@@ -3,6 +3,7 @@ from __future__ import annotations
 import oracledb
 import psycopg
 
+from app.probes.base import ProbeConfigError
 from app.probes.errors import MAX_MESSAGE, classify, sanitise
 from app.samples import ErrorClass
 
@@ -67,6 +68,17 @@ def test_sanitise_removes_secrets_and_truncates() -> None:
     assert len(sanitise("x" * 2000)) == MAX_MESSAGE
 
 
-def test_other_exceptions_use_their_class_name() -> None:
+def test_exceptions_of_no_driver_or_os_are_probe_side() -> None:
+    """An exception that is neither the database's nor the network's answer is the
+    instrument's own failure: class PROBE, code PROBE-<class name>."""
     c = classify(KeyError("AUTH_SESSION_ID"))
-    assert (c.error_class, c.code) == (ErrorClass.OTHER, "KeyError")
+    assert (c.error_class, c.code) == (ErrorClass.PROBE, "PROBE-KeyError")
+    c = classify(IndexError("array assignment index out of range"))
+    assert (c.error_class, c.code) == (ErrorClass.PROBE, "PROBE-IndexError")
+    c = classify(ProbeConfigError("a sweep of x is already running"))
+    assert (c.error_class, c.code) == (ErrorClass.PROBE, "PROBE-CONFIG")
+
+
+def test_driver_errors_without_a_code_stay_other() -> None:
+    c = classify(oracledb.InterfaceError("no code here"))
+    assert (c.error_class, c.code) == (ErrorClass.OTHER, "InterfaceError")

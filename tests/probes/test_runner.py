@@ -124,8 +124,8 @@ def test_failure_keeps_measured_phases_and_runs_cleanups() -> None:
     spec = ProbeSpec("boom", PostgresEndpoint("h", 1, "d", "u", password="hunter2"), deadline_s=1)
     probe = _Boom(spec, "ping")
     s = asyncio.run(run_once(probe))
-    assert s.status is SampleStatus.ERROR and s.error_class is ErrorClass.OTHER
-    assert s.error_code == "RuntimeError" and s.error_phase == "ping"
+    assert s.status is SampleStatus.ERROR and s.error_class is ErrorClass.PROBE
+    assert s.error_code == "PROBE-RuntimeError" and s.error_phase == "ping"
     assert s.logon_ns is not None and s.logon_ns >= 0
     assert s.error_message == "password=*** went wrong | second line"
     assert probe.cleaned == 1 and probe.resets == 1

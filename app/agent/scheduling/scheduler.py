@@ -19,8 +19,8 @@ so every series still runs on its own deterministic phase. At its instant a seri
    the end of its grace; otherwise it records a SKIPPED sample (``BUSY`` /
    ``RATE_LIMIT``);
 3. builds the probe on first use (password resolved now; a bad series gives an
-   ERROR sample with class OTHER, code ``CONFIG``), and runs it through the shared
-   runner, which stamps ``started_at`` and applies the series' timeout;
+   ERROR sample with class PROBE, code ``PROBE-CONFIG``: a probe-side error), and runs
+   it through the shared runner, which stamps ``started_at`` and applies the series' timeout;
 4. hands the sample to the writer.
 
 So every instant of every series this agent owns yields exactly one sample.
@@ -402,8 +402,8 @@ class SeriesScheduler:
             started_at=now,
             status=SampleStatus.ERROR,
             total_ns=0,
-            error_class=ErrorClass.OTHER,
-            error_code="CONFIG",
+            error_class=ErrorClass.PROBE,  # connwatch cannot build it: not the target's fault
+            error_code="PROBE-CONFIG",
             error_phase="config",
             error_message=message[:500],
             agent=self.agent,

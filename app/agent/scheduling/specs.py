@@ -15,7 +15,8 @@ modes: pgbouncer's host, default the dsn's), ``port`` (pgbouncer default 6432),
 ``dbname``, ``connect_timeout``, ``sslmode``, ``options`` (extra libpq keywords).
 
 Anything wrong raises :class:`SpecError` with a message naming the series, target,
-mode and key; the agent turns it into ERROR samples (class OTHER, code ``CONFIG``).
+mode and key; the agent turns it into ERROR samples (class PROBE, code
+``PROBE-CONFIG``: probe-side, not the target's failure).
 The password is resolved by :func:`resolve_password` only when a probe is created,
 and lives only inside the endpoint in memory.
 """

@@ -230,7 +230,7 @@ def _errors(conn: Connection, scope: Scope, period: Period) -> list[ErrorRow]:
     res = availability(conn, list(owner), period.start, period.end)
     by_code: dict[str, tuple[str, dict[ModeScope, int]]] = {}
     for s in res.series:
-        for e in s.errors:
+        for e in s.target_errors:  # probe-side errors (class PROBE) are not the target's
             _, per_mode = by_code.setdefault(e.code, (e.error_class, {}))
             m = owner[s.series_id]
             per_mode[m] = per_mode.get(m, 0) + e.count

@@ -7,8 +7,9 @@ week, 1 day for a month. From those blocks:
 
 - counts: ``n`` (runs), ``ok``, ``failed`` (error + timeout), ``skipped`` (the agent
   could not start the run in time; not counted in availability); failures the monitor
-  caused itself (probe-side classes, ``app.slo.compute.NOT_THE_DATABASE``) are taken out
-  of the runs and never count against availability;
+  caused itself (probe-side errors, class PROBE, which the rollups count in ``n_probe``
+  and never in ``n_error``) are taken out of the runs and never count against
+  availability;
 - availability = ok / (n - skipped), in percent;
 - p50/p95 of the ok samples' timing: the nearest-rank percentile of the merged
   histogram, clamped to the exact min/max (within 1.96 % of the exact value, the
@@ -20,16 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.reports.content.period import Period
 from app.reports.content.scope import ModeScope, Scope
-from app.slo.compute import NOT_THE_DATABASE
 from app.store.histogram.buckets import quantiles
 from app.store.histogram.numpy_merge import merged_matrix, rollup_columns
 from app.store.layout import ORIGIN_SQL, no_jit
@@ -84,7 +82,10 @@ def read_blocks(
     )
     n = len(groups)
     counts = np.array([[int(v) for v in g[3:8]] for g in groups], dtype=np.int64).reshape(n, 5)
-    _drop_monitor_failures(conn, series_ids, start, end, block, groups, counts)
+    # Failures the monitor caused itself (probe-side errors, class PROBE) are counted apart
+    # by the rollups (n_probe, never in n_error): taken out of the runs here, so they never
+    # count against the database.
+    counts[:, 0] -= np.array([int(g[12] or 0) for g in groups], dtype=np.int64)
     return Blocks(
         series=np.array([g[0] for g in groups], dtype=np.int64),
         block=[g[1] for g in groups],
@@ -94,31 +95,6 @@ def read_blocks(
         hist=mat,
         lo=lo,
     )
-
-
-def _drop_monitor_failures(
-    conn: Connection, series_ids: list[int], start: datetime, end: datetime, block: timedelta,
-    groups: list[Any], counts: npt.NDArray[np.int64],
-) -> None:  # fmt: skip
-    """Take failures caused by the monitor itself (``NOT_THE_DATABASE`` classes, the SLOs'
-    rule) out of the runs and errors: they never count against the database."""
-    if not NOT_THE_DATABASE or not groups:
-        return
-    rows = conn.execute(
-        text(
-            f"select r.series_id, date_bin(:step, r.bucket, {ORIGIN_SQL}), sum(e.value::bigint) "
-            "from rollup_1h r, jsonb_each_text(r.err_class) e where r.series_id = any(:ids) "
-            "and r.bucket >= :a and r.bucket < :b and r.err_class is not null "
-            "and e.key = any(cast(:excl as text[])) group by 1, 2"
-        ),
-        {"ids": series_ids, "a": start, "b": end, "step": block, "excl": list(NOT_THE_DATABASE)},
-    ).all()
-    where = {(g[0], g[1]): i for i, g in enumerate(groups)}
-    for sid, blk, k in rows:
-        i = where.get((sid, blk))
-        if i is not None:
-            counts[i, 0] -= int(k)
-            counts[i, 2] = max(0, counts[i, 2] - int(k))
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ DEFINITIONS: dict[str, str] = {
     "availability": "ok runs / runs that ran, in percent, floored to 0.01 (only a period "
     "without failures shows 100.00): errors and timeouts count as unavailable; skipped runs "
     "(the monitoring agent could not start them in time: its trouble, not the database's) "
+    "and probe-side errors (class PROBE: the measurement itself failed on connwatch's side) "
     "are not counted at all",
     "latency": "logon and ping p50/p95 of the ok runs, in ms, from merged histograms, each "
     "within 1.96 % of the exact percentile; a mode measured from several sites shows its "

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy.engine import Connection
 
+from app.samples import availability_ratio
 from app.store.histogram.buckets import bucket_value
 from app.store.layout import driver_connection
 
@@ -81,6 +82,12 @@ class Merged:
     p95: float | None
     p99: float | None
     p5: float | None = None
+    n_probe: int = 0  # probe-side errors (not the target's; app.samples.ErrorClass.PROBE)
+
+    @property
+    def availability(self) -> float | None:
+        """ok / runs that measured the target (skipped and probe-side runs left out)."""
+        return availability_ratio(self.n_ok, self.n, self.n_skipped, self.n_probe)
 
 
 MERGE_QUANTILES = (0.05, 0.5, 0.95, 0.99)
@@ -92,7 +99,7 @@ def rollup_columns(phase: str, prefix: str = "") -> str:
     return (
         f"{r}n, {r}n_ok, {r}n_error, {r}n_timeout, {r}n_skipped, {r}{phase}_n as pn, "
         f"{r}{phase}_min as pmin, {r}{phase}_max as pmax, {r}{phase}_sum as psum, "
-        f"{r}{phase}_hi as hi, {r}{phase}_hc as hc"
+        f"{r}{phase}_hi as hi, {r}{phase}_hc as hc, {r}n_probe"
     )
 
 
@@ -112,7 +119,7 @@ def merged_matrix(
 
     ``src`` selects key columns named ``k1..kN`` then :func:`rollup_columns`. Returns
     one row per key, ordered by key, ``(k1..kN, gid, n, n_ok, n_error, n_timeout,
-    n_skipped, count, min, max, sum)``, the matching rows of a dense histogram matrix
+    n_skipped, count, min, max, sum, n_probe)``, the matching rows of a dense histogram matrix
     and the bucket index of its first column. Counts, min, max and sums are aggregated
     in SQL in one grouped pass; each group's histograms travel as three integer lists
     (lengths, indexes, counts; the latter two as concatenated array literals,
@@ -127,7 +134,8 @@ def merged_matrix(
         "coalesce(sum(pn), 0)::bigint as pn, min(pmin) as pmin, max(pmax) as pmax, "
         "sum(psum)::float8 as psum, "
         "string_agg(cardinality(hi)::text, ',') as lens, "
-        "string_agg(hi::text, '') as his, string_agg(hc::text, '') as hcs "
+        "string_agg(hi::text, '') as his, string_agg(hc::text, '') as hcs, "
+        "sum(n_probe)::bigint as n_probe "
         f"from ({src}) src group by {keys} order by {keys}"
     )
     raw = driver_connection(conn)
@@ -137,7 +145,7 @@ def merged_matrix(
     if not rows:
         return [], np.zeros((0, 1)), 0
     k = nkeys
-    groups = [r[: k + 10] for r in rows]
+    groups = [(*r[: k + 10], r[k + 13]) for r in rows]  # ..., sum, n_probe
     per_group = [_ints(r[k + 10]) for r in rows]  # histogram lengths of each group's rows
     lens = np.concatenate(per_group) if per_group else np.zeros(0, dtype=np.int64)
     if not lens.size:
@@ -175,6 +183,7 @@ def merge(
             float(q[i, 2]) if has else None,
             float(q[i, 3]) if has else None,
             float(q[i, 0]) if has else None,
+            int(r[k + 10]),
         )  # fmt: skip
     return out
 

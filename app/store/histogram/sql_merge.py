@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.store.histogram.buckets import SQL_INDEX, SQL_VALUE
-from app.store.layout import COUNT_COLUMNS, PHASES
+from app.store.layout import COUNT_COLUMNS, PHASES, probe_side_sql, target_error_sql
 
 _Q = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
 
@@ -33,6 +33,7 @@ def merged_sql(
     errors: bool = True,
     hist: bool = True,
     single: bool = False,
+    counts: Sequence[str] = COUNT_COLUMNS,
 ) -> str:
     """``WITH ... SELECT`` producing one merged row per distinct ``keys``.
 
@@ -46,7 +47,7 @@ def merged_sql(
         return _raw_sql(src, keys, phases, errors)
     k = ", ".join(keys)
     ctes = [f"src as materialized ({src})"]
-    base_cols = [f"sum({c})::int as {c}" for c in COUNT_COLUMNS] + ["count(*) as _rows"]
+    base_cols = [f"sum({c})::int as {c}" for c in counts] + ["count(*) as _rows"]
     for p in phases:
         base_cols += [
             f"sum({p}_n)::int as {p}_n",
@@ -87,7 +88,7 @@ def merged_sql(
             f"sum(c) over (partition by {k}) as tot from h_{p}) w group by {k})"
         )
 
-    out, joins = _leading_columns(keys, errors)
+    out, joins = _leading_columns(keys, errors, counts)
     for p in phases:
         out += [f"base.{p}_n", f"base.{p}_min", f"base.{p}_max", f"base.{p}_sum"]
         for name in _Q:
@@ -108,10 +109,12 @@ def merged_sql(
     return _assemble(ctes, out, joins)
 
 
-def _leading_columns(keys: Sequence[str], errors: bool) -> tuple[list[str], list[str]]:
+def _leading_columns(
+    keys: Sequence[str], errors: bool, counts: Sequence[str] = COUNT_COLUMNS
+) -> tuple[list[str], list[str]]:
     """Output columns and joins every merged row starts with: keys, counts, error maps."""
     out = [f"base.{key}" for key in keys]
-    out += [f"base.{c}" for c in COUNT_COLUMNS]
+    out += [f"base.{c}" for c in counts]
     joins = []
     if errors:
         k = ", ".join(keys)
@@ -151,9 +154,10 @@ def _raw_sql(src: str, keys: Sequence[str], phases: Sequence[str], errors: bool)
     cols = [
         "count(*)::int as n",
         f"(count(*) {ok})::int as n_ok",
-        "(count(*) filter (where status = 'error'))::int as n_error",
+        f"(count(*) filter (where {target_error_sql()}))::int as n_error",
         "(count(*) filter (where status = 'timeout'))::int as n_timeout",
         "(count(*) filter (where status = 'skipped'))::int as n_skipped",
+        f"(count(*) filter (where {probe_side_sql()}))::int as n_probe",
     ]
     for p in phases:
         v = f"{p}_ns"

@@ -3,8 +3,10 @@
 Counts come from rollups: 1-day rows when the range is longer than 60 days,
 1-hour rows when longer than 2 days, else 1-minute rows; the range is widened to
 whole rows of that table (``start``/``end`` of the result say exactly what was
-counted). Availability is ok / (samples that ran), skipped runs (agent overload)
-excluded; None when nothing ran.
+counted). Availability is ok / (runs that measured the target): skipped runs (agent
+overload) and probe-side errors (class PROBE, :class:`app.samples.ErrorClass`) are
+left out; None when nothing measured. Probe-side errors are counted (``n_probe``)
+and listed with their codes, marked as class PROBE.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from app.samples import ErrorClass
+from app.samples import ErrorClass, availability_ratio
 from app.store.layout import DAY, HOUR, MINUTE, ORIGIN_SQL, Grain, no_jit
 from app.store.resolution import ceil_to, check_range, floor_to
 
@@ -38,6 +40,12 @@ class SeriesAvailability:
     n_skipped: int
     availability: float | None
     errors: list[ErrorCount] = field(default_factory=list)  # most frequent first
+    n_probe: int = 0  # probe-side errors: neither ok nor failed, not in availability
+
+    @property
+    def target_errors(self) -> list[ErrorCount]:
+        """The errors that were the target's (probe-side ones left out)."""
+        return [e for e in self.errors if e.error_class != ErrorClass.PROBE]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +69,8 @@ _CLASSES = {c.value for c in ErrorClass}
 
 
 def code_class(code: str) -> str:
-    """The class of an error code: its prefix (``TNS-12520`` -> ``TNS``), else ``OTHER``."""
+    """The class of an error code: its prefix (``TNS-12520`` -> ``TNS``, ``PROBE-CONFIG``
+    -> ``PROBE``), else ``OTHER``."""
     prefix = code.split("-", 1)[0]
     return prefix if prefix in _CLASSES else ErrorClass.OTHER.value
 
@@ -82,7 +91,8 @@ def availability(
     counts = conn.execute(
         text(
             "select series_id, sum(n)::int, sum(n_ok)::int, sum(n_error)::int, "
-            f"sum(n_timeout)::int, sum(n_skipped)::int from {g.table} where {where} "
+            f"sum(n_timeout)::int, sum(n_skipped)::int, sum(n_probe)::int "
+            f"from {g.table} where {where} "
             "group by 1 order by 1"
         ),
         params,
@@ -98,25 +108,25 @@ def availability(
     ):
         errs.setdefault(sid, []).append(ErrorCount(code_class(code), code, cnt))
 
-    def avail(n: int, ok: int, skipped: int) -> float | None:
-        return ok / (n - skipped) if n - skipped > 0 else None
-
     out = [
         SeriesAvailability(
-            r[0], r[1], r[2], r[3], r[4], r[5], avail(r[1], r[2], r[5]), errs.get(r[0], [])
+            r[0], r[1], r[2], r[3], r[4], r[5], availability_ratio(r[2], r[1], r[5], r[6]),
+            errs.get(r[0], []), r[6],
         )
         for r in counts
-    ]
+    ]  # fmt: skip
     tot_err: dict[str, int] = {}
     for lst in errs.values():
         for e in lst:
             tot_err[e.code] = tot_err.get(e.code, 0) + e.count
-    n, ok, er, to, sk = (
-        sum(getattr(s, f) for s in out) for f in ("n", "n_ok", "n_error", "n_timeout", "n_skipped")
+    n, ok, er, to, sk, pr = (
+        sum(getattr(s, f) for s in out)
+        for f in ("n", "n_ok", "n_error", "n_timeout", "n_skipped", "n_probe")
     )
     total = SeriesAvailability(
-        0, n, ok, er, to, sk, avail(n, ok, sk),
+        0, n, ok, er, to, sk, availability_ratio(ok, n, sk, pr),
         [ErrorCount(code_class(c), c, k) for c, k in sorted(tot_err.items(), key=_by_count)],
+        pr,
     )  # fmt: skip
     return AvailabilityResult(a, b, g.name, out, total)
 
@@ -135,6 +145,8 @@ def failure_codes(
     width divides ``step``; ``step`` must be a whole number of minutes) are summed per
     bucket, aligned like every bucket of the store. Only failures that recorded a code
     are listed (a timeout without one is counted by the chart, not named here).
+    Probe-side errors are listed too, under their ``PROBE-`` codes (the caller tells
+    them apart: :func:`app.samples.is_probe_side` of :func:`code_class`).
     """
     check_range(start, end)
     if step < MINUTE.width or step % MINUTE.width:
@@ -146,7 +158,7 @@ def failure_codes(
             f"select series_id, date_bin(:step, bucket, {ORIGIN_SQL}) as b, e.key, "
             f"sum(e.value::int)::int from {grain.table}, jsonb_each_text(err_code) e "
             "where series_id = any(:ids) and bucket >= :a and bucket < :b "
-            "and n_error + n_timeout > 0 and err_code is not null group by 1, 2, 3"
+            "and n_error + n_timeout + n_probe > 0 and err_code is not null group by 1, 2, 3"
         ),
         {
             "ids": list(series_ids),

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from app.samples import availability_ratio
 from app.store.histogram.buckets import GAMMA, bucket_value, quantiles
 from app.store.histogram.numpy_merge import merged_matrix, rollup_columns
 from app.store.layout import ORIGIN_SQL, check_phase, no_jit
@@ -40,7 +41,7 @@ class ModeStats:
     n_ok: int
     n_error: int
     n_timeout: int
-    availability: float | None  # ok / (samples that ran); None without samples
+    availability: float | None  # ok / (runs that measured the target); None without any
     count: int  # ok samples with this timing
     mean_ms: float | None
     min_ms: float | None
@@ -55,6 +56,7 @@ class ModeStats:
     ci_high: float | None = None
     p_value: float | None = None
     significant: bool | None = None
+    n_probe: int = 0  # probe-side errors: not the target's, not in availability
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +173,7 @@ def compare(
         n = sum(int(r[3]) for r in mrows)
         n_ok = sum(int(r[4]) for r in mrows)
         skipped = sum(int(r[7]) for r in mrows)
+        n_probe = sum(int(r[12] or 0) for r in mrows)
         cnt = int(hist.sum())
         mins = [r[9] for r in mrows if r[9] is not None]
         maxs = [r[10] for r in mrows if r[10] is not None]
@@ -189,7 +192,8 @@ def compare(
                 "n_ok": n_ok,
                 "n_error": sum(int(r[5]) for r in mrows),
                 "n_timeout": sum(int(r[6]) for r in mrows),
-                "availability": (n_ok / (n - skipped)) if n - skipped > 0 else None,
+                "n_probe": n_probe,
+                "availability": availability_ratio(n_ok, n, skipped, n_probe),
                 "count": cnt,
                 "mean_ms": (sm / cnt / NS_PER_MS) if cnt else None,
                 "min_ms": ms(lo_v),

@@ -6,7 +6,8 @@ median of the p95s of the same weekday and hour over the previous ``weeks`` week
 rollups beyond; a bucket needs ``min_count`` timed samples and at least two
 baseline weeks.
 
-Outages: maximal runs of consecutive failed probe runs (status error or timeout)
+Outages: maximal runs of consecutive failed probe runs (the target's errors or timeouts;
+probe-side errors, class PROBE, are not failures of the target)
 with at least ``min_failed`` failures. Where raw samples still exist they define the
 run: two failures are consecutive when at most 1.5 of the series' intervals apart
 (nothing ran, ok or not, between them); raw samples are read only around the minutes
@@ -31,8 +32,8 @@ import numpy.typing as npt
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from app.samples import Sample
-from app.store.layout import HOUR, MINUTE, WEEK, check_phase, no_jit
+from app.samples import PROBE_CODE_PREFIX, Sample
+from app.store.layout import HOUR, MINUTE, WEEK, check_phase, failed_sql, no_jit
 from app.store.read.samples import samples_around
 from app.store.resolution import ceil_to, check_range, floor_to, oldest
 
@@ -284,7 +285,7 @@ def _raw_outages(
             "cast(:his as timestamptz[])) as w(sid, lo, hi) "
             "cross join lateral connwatch_sample_timings(array[w.sid], w.lo, w.hi, true) f "
             "join series se on se.id = f.series_id "
-            "where f.status <> 'ok' and f.status in ('error', 'timeout') "
+            f"where f.status <> 'ok' and {failed_sql('f')} "
             "order by f.series_id, f.scheduled_at"
         ),
         {
@@ -307,6 +308,11 @@ def _raw_outages(
     return runs
 
 
+def _target_codes(codes: dict[str, Any] | None) -> dict[str, int]:
+    """A rollup's error codes without the probe-side ones (not the target's failures)."""
+    return {k: int(v) for k, v in (codes or {}).items() if not k.startswith(PROBE_CODE_PREFIX)}
+
+
 def _minute_outages(
     conn: Connection, ids: list[int], a: datetime, b: datetime
 ) -> list[tuple[int, datetime, datetime, int, dict[str, int]]]:
@@ -325,11 +331,11 @@ def _minute_outages(
         last = runs[-1] if runs else None
         if last is not None and last[0] == sid and last[2] == bucket:
             merged = dict(last[4])
-            for k, v in (codes or {}).items():
+            for k, v in _target_codes(codes).items():
                 merged[k] = merged.get(k, 0) + int(v)
             runs[-1] = (sid, last[1], bucket + MINUTE.width, last[3] + failed, merged)
         else:
-            runs.append((sid, bucket, bucket + MINUTE.width, failed, dict(codes or {})))
+            runs.append((sid, bucket, bucket + MINUTE.width, failed, _target_codes(codes)))
     return runs
 
 

@@ -3,7 +3,8 @@
 - :func:`activity`: per series, the newest sample's scheduled time and how many samples
   (and how many ok / failed) were scheduled in the last 5 and 15 minutes, and the code
   of the newest failure: one count over the raw samples of the last 15 minutes, no
-  percentiles;
+  percentiles; failed means the target's failures (probe-side errors and skipped runs
+  are counted apart);
 - :func:`minute_points`: the stored 1-minute rollup rows of a range as chart points
   (exact per-minute percentiles, computed once by the rollup pass), so an hour's
   sparkline reads 60 rows per series instead of re-aggregating raw samples. A minute
@@ -19,7 +20,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from app.store.layout import ORIGIN_SQL, check_phase
+from app.store.layout import ORIGIN_SQL, check_phase, failed_sql, probe_side_sql
 from app.store.read.timeseries import Point, stored_columns, stored_point
 from app.store.resolution import check_range
 
@@ -30,9 +31,12 @@ class Activity:
     n_5m: int  # samples scheduled in the last 5 minutes
     ok_5m: int
     n_15m: int  # ... in the last 15 minutes
-    failed_15m: int  # error or timeout
+    failed_15m: int  # the target's failures: error or timeout, probe-side errors excluded
     last_code: str | None = None  # code of the newest failed sample of the 15 minutes
     last_failed_at: datetime | None = None
+    # runs that did not measure the target: probe-side errors and skipped runs
+    unmeasured_5m: int = 0
+    probe_15m: int = 0  # probe-side errors (class PROBE) in the last 15 minutes
 
 
 def activity(conn: Connection, series_ids: Sequence[int], now: datetime) -> dict[int, Activity]:
@@ -46,10 +50,13 @@ def activity(conn: Connection, series_ids: Sequence[int], now: datetime) -> dict
             "select series_id, max(scheduled_at), "
             "(count(*) filter (where scheduled_at >= :b5))::int, "
             "(count(*) filter (where scheduled_at >= :b5 and status = 'ok'))::int, "
-            "count(*)::int, (count(*) filter (where status in ('error', 'timeout')))::int, "
+            f"count(*)::int, (count(*) filter (where {failed_sql()}))::int, "
             "(array_agg(coalesce(error_code, status) order by scheduled_at desc) "
-            "filter (where status in ('error', 'timeout')))[1], "
-            "max(scheduled_at) filter (where status in ('error', 'timeout')) "
+            f"filter (where {failed_sql()}))[1], "
+            f"max(scheduled_at) filter (where {failed_sql()}), "
+            "(count(*) filter (where scheduled_at >= :b5 "
+            f"and (status = 'skipped' or {probe_side_sql()})))::int, "
+            f"(count(*) filter (where {probe_side_sql()}))::int "
             "from connwatch_samples(cast(:ids as integer[]), :b15, "
             ":now + interval '1 microsecond') group by series_id"
         ),
@@ -60,7 +67,7 @@ def activity(conn: Connection, series_ids: Sequence[int], now: datetime) -> dict
             "now": now,
         },
     ).all()
-    return {r[0]: Activity(r[1], r[2], r[3], r[4], r[5], r[6], r[7]) for r in rows}
+    return {r[0]: Activity(*r[1:]) for r in rows}
 
 
 def minute_points(

@@ -17,7 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from app.samples import ErrorClass, Sample, SampleStatus
-from app.store.layout import COLUMNS, DAY, driver_connection, no_jit
+from app.store.layout import COLUMNS, DAY, driver_connection, no_jit, probe_side_sql
 from app.store.resolution import floor_to
 
 # -- reading -------------------------------------------------------------------------
@@ -95,8 +95,13 @@ _FAILED_ONLY = "s.status <> 'ok'"
 
 
 def _filters(
-    statuses: Sequence[str] | None, error_code: str | None, params: dict[str, Any]
+    statuses: Sequence[str] | None,
+    error_code: str | None,
+    params: dict[str, Any],
+    probe_side: bool | None = None,
 ) -> list[str]:
+    """SQL conditions of the filters. ``probe_side``: True keeps only probe-side errors
+    (class PROBE), False leaves them out, None does not look."""
     cond: list[str] = []
     if statuses is not None:
         bad = [s for s in statuses if s not in {x.value for x in SampleStatus}]
@@ -109,6 +114,10 @@ def _filters(
     if error_code is not None:
         params["code"] = error_code
         cond += ["s.error_code = :code", _FAILED_ONLY]
+    if probe_side is True:
+        cond += [probe_side_sql("s"), _FAILED_ONLY]
+    elif probe_side is False:
+        cond.append("s.error_class is distinct from 'PROBE'")
     return cond
 
 
@@ -161,6 +170,7 @@ def read_samples(
     mode_id: int | None = None,
     statuses: Sequence[str] | None = None,
     error_code: str | None = None,
+    probe_side: bool | None = None,
     start: datetime | None = None,
     end: datetime | None = None,
     after: str | None = None,
@@ -170,14 +180,15 @@ def read_samples(
     """Raw samples matching all filters, ordered by (scheduled_at, series_id), one page.
 
     Keyset pagination: ``after`` is the previous page's ``next_cursor``. ``end`` is
-    exclusive. Raises ValueError for a bad cursor, status or limit.
+    exclusive. ``probe_side``: True only probe-side errors (class PROBE), False none of
+    them. Raises ValueError for a bad cursor, status or limit.
     """
     if not 1 <= limit <= 10000:
         raise ValueError("limit must be between 1 and 10000")
     if any(t is not None and t.tzinfo is None for t in (start, end)):
         raise ValueError("start and end must be timezone-aware")
     params: dict[str, Any] = {}
-    cond = _filters(statuses, error_code, params)
+    cond = _filters(statuses, error_code, params, probe_side)
     cursor = decode_cursor(after) if after is not None else None
     no_jit(conn)
     ids = resolve_series(conn, series_ids=series_ids, target_id=target_id, mode_id=mode_id)
@@ -261,6 +272,7 @@ def export_csv(
     mode_id: int | None = None,
     statuses: Sequence[str] | None = None,
     error_code: str | None = None,
+    probe_side: bool | None = None,
     start: datetime,
     end: datetime,
 ) -> Iterator[bytes]:
@@ -276,7 +288,7 @@ def export_csv(
     with engine.connect() as conn:
         ids = resolve_series(conn, series_ids=series_ids, target_id=target_id, mode_id=mode_id)
     params: dict[str, Any] = {}
-    cond = _filters(statuses, error_code, params)
+    cond = _filters(statuses, error_code, params, probe_side)
     return _stream(engine, ids, start, end, cond, params)
 
 

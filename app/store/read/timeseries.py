@@ -2,7 +2,8 @@
 
 Timings are in milliseconds; percentiles are nearest-rank. From raw samples they
 are exact; from rollups they are within 1.96 % (see :mod:`app.store.histogram.buckets`). Only
-samples whose status is ``ok`` contribute timings; every sample counts in ``n``.
+samples whose status is ``ok`` contribute timings; every sample counts in ``n``;
+``n_error`` counts the target's errors, ``n_probe`` the probe-side ones.
 A bucket without samples is absent (never interpolated).
 """
 
@@ -23,7 +24,17 @@ from app.store.histogram.numpy_merge import (
     rollup_columns,
     row_quantiles,
 )
-from app.store.layout import DAY, HOUR, MINUTE, ORIGIN_SQL, RAW, check_phase, no_jit
+from app.store.layout import (
+    DAY,
+    HOUR,
+    MINUTE,
+    ORIGIN_SQL,
+    RAW,
+    check_phase,
+    no_jit,
+    probe_side_sql,
+    target_error_sql,
+)
 from app.store.resolution import (
     DEFAULT_POINTS,
     RAW_MAX_SPAN,
@@ -59,6 +70,14 @@ class Point:
     # histograms (within 1.96 %), like merged percentiles. None where not computed
     # (app.store.read.recent's per-minute points).
     p5_ms: float | None = None
+    # Probe-side errors (app.samples.ErrorClass.PROBE): in ``n``, never in ``n_error``;
+    # not the target's failures (availability leaves them out with the skipped runs).
+    n_probe: int = 0
+
+    @property
+    def n_failed(self) -> int:
+        """The target's failures: its errors and timeouts (probe-side errors excluded)."""
+        return self.n_error + self.n_timeout
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,12 +102,13 @@ def _raw_sql(phase: str, *, whole: bool = False) -> str:
     return (
         f"select series_id, {bucket} as b, count(*)::int, "
         "(count(*) filter (where status = 'ok'))::int, "
-        "(count(*) filter (where status = 'error'))::int, "
+        f"(count(*) filter (where {target_error_sql()}))::int, "
         "(count(*) filter (where status = 'timeout'))::int, "
         "(count(*) filter (where status = 'skipped'))::int, "
         f"(count({phase}_ns) {ok})::int, min({phase}_ns) {ok}, "
         f"percentile_disc(array[0.05, 0.5, 0.95, 0.99]) within group (order by {phase}_ns) {ok}, "
-        f"max({phase}_ns) {ok}, avg({phase}_ns) {ok} "
+        f"max({phase}_ns) {ok}, avg({phase}_ns) {ok}, "
+        f"(count(*) filter (where {probe_side_sql()}))::int "
         "from connwatch_sample_timings(cast(:ids as integer[]), :a, :b) "
         f"group by {keys} order by {keys}"
     )
@@ -98,8 +118,11 @@ def stored_columns(phase: str) -> str:
     """The rollup columns :func:`stored_point` reads, in its order."""
     return (
         f"series_id, bucket, n, n_ok, n_error, n_timeout, n_skipped, {phase}_n, "
-        f"{phase}_min, {phase}_p50, {phase}_p95, {phase}_p99, {phase}_max, {phase}_sum"
+        f"{phase}_min, {phase}_p50, {phase}_p95, {phase}_p99, {phase}_max, {phase}_sum, n_probe"
     )
+
+
+STORED_WIDTH = 15  # columns of stored_columns()
 
 
 def stored_point(r: Any, p5: float | None = None) -> Point:
@@ -111,6 +134,7 @@ def stored_point(r: Any, p5: float | None = None) -> Point:
         ms(r[8]), ms(r[9]), ms(r[10]), ms(r[11]), ms(r[12]),
         ms(r[13] / count) if count and r[13] is not None else None,
         ms(p5) if count and p5 is not None and p5 == p5 else None,
+        r[14] or 0,
     )  # fmt: skip
 
 
@@ -137,7 +161,7 @@ def _raw_point(r: Any, bucket: datetime) -> Point:
     q = r[9] or [None] * 4
     return Point(
         r[0], bucket, r[2], r[3], r[4], r[5], r[6], r[7],
-        ms(r[8]), ms(q[1]), ms(q[2]), ms(q[3]), ms(r[10]), ms(r[11]), ms(q[0]),
+        ms(r[8]), ms(q[1]), ms(q[2]), ms(q[3]), ms(r[10]), ms(r[11]), ms(q[0]), r[12],
     )  # fmt: skip
 
 
@@ -146,7 +170,7 @@ def _merged_point(sid: int, bucket: datetime, m: Merged) -> Point:
         sid, bucket, m.n, m.n_ok, m.n_error, m.n_timeout, m.n_skipped, m.count,
         ms(m.min), ms(m.p50), ms(m.p95), ms(m.p99), ms(m.max),
         ms(m.sum / m.count) if m.count and m.sum is not None else None,
-        ms(m.p5),
+        ms(m.p5), m.n_probe,
     )  # fmt: skip
 
 
@@ -169,7 +193,7 @@ def timeseries(
         points = [_raw_point(r, r[1]) for r in conn.execute(text(_raw_sql(phase)), params)]
     elif p.step == p.grain.width:
         rows = conn.execute(text(_direct_sql(p, phase)), params).all()
-        p5 = row_quantiles(rows, 14, (0.05,))[:, 0]  # stored rows keep no p5: histogram
+        p5 = row_quantiles(rows, STORED_WIDTH, (0.05,))[:, 0]  # stored rows keep no p5: histogram
         points = [stored_point(r, low) for r, low in zip(rows, p5.tolist(), strict=True)]
     else:
         merged = merge(conn, _merge_sql(p, phase), params, nkeys=2)

@@ -51,6 +51,7 @@ class WeekRow:
     change_p95_pct: float | None
     change_availability_pts: float | None
     n_skipped: int = 0  # runs the agent could not start in time (not in availability)
+    n_probe: int = 0  # probe-side errors (ErrorClass.PROBE): not in availability nor n_failed
 
 
 def weekly(
@@ -87,12 +88,12 @@ def weekly(
         f"where {mine} group by s.mode_id having count(*) > 1)"
     )
     cols = (
-        f"mode_id, wk, n, n_ok, n_error, n_timeout, n_skipped, {phase}_n, {phase}_sum, "
+        f"mode_id, wk, n, n_ok, n_error, n_timeout, n_skipped, n_probe, {phase}_n, {phase}_sum, "
         f"{phase}_p50, {phase}_p95, {phase}_p99, {phase}_max"
     )
     src = (
-        "select s.mode_id, r.bucket as wk, r.n, r.n_ok, "
-        f"r.n_error, r.n_timeout, r.n_skipped, r.{phase}_n, r.{phase}_min, r.{phase}_max, "
+        "select s.mode_id, r.bucket as wk, r.n, r.n_ok, r.n_error, r.n_timeout, r.n_skipped, "
+        f"r.n_probe, r.{phase}_n, r.{phase}_min, r.{phase}_max, "
         f"r.{phase}_sum, r.{phase}_p50, r.{phase}_p95, r.{phase}_p99, r.{phase}_hi, r.{phase}_hc "
         f"{rollups} in {several}"
     )
@@ -114,12 +115,12 @@ def weekly(
         "select t.id, t.name, m.id, m.name, m.kind, y.wk, y.n, y.n_ok, y.n_failed, "
         "y.avail, y.cnt, y.mean_ms, y.p50, y.p95, y.p99, y.mx, y.pp50, y.pp95, y.pavail, "
         f"{pct.format(a='y.p50', b='y.pp50')}, {pct.format(a='y.p95', b='y.pp95')}, "
-        "y.avail - y.pavail, y.n_skipped from ("
+        "y.avail - y.pavail, y.n_skipped, y.n_probe from ("
         f"select z.*, {prev.format(c='p50')} as pp50, {prev.format(c='p95')} as pp95, "
         f"{prev.format(c='avail')} as pavail from ("
         "select x.mode_id, x.wk, x.n, x.n_ok, x.n_error + x.n_timeout as n_failed, "
-        "x.n_skipped, case when x.n - x.n_skipped > 0 "
-        "then 100.0::float8 * x.n_ok / (x.n - x.n_skipped) end as avail, "
+        "x.n_skipped, x.n_probe, case when x.n - x.n_skipped - x.n_probe > 0 "
+        "then 100.0::float8 * x.n_ok / (x.n - x.n_skipped - x.n_probe) end as avail, "
         f"coalesce(x.{phase}_n, 0) as cnt, case when x.{phase}_n > 0 "
         f"then x.{phase}_sum::float8 / x.{phase}_n / {NS_PER_MS}::float8 end as mean_ms, "
         + ", ".join(

@@ -25,6 +25,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from app.store.histogram.sql_merge import merged_sql
 from app.store.layout import (
+    COUNT_COLUMNS,
     DAY,
     HOUR,
     MINUTE,
@@ -75,18 +76,22 @@ def _minute_sql() -> str:
     return merged_sql(src, ["series_id", "bucket"], raw=True)
 
 
-def weeks_backfill_sql() -> str:
-    """Upsert every week that has 1-day rollups (the weekly level's initial fill)."""
-    vals = ", ".join(f"r.{c}" for c in rollup_value_columns())
+def weeks_backfill_sql(counts: tuple[str, ...] = COUNT_COLUMNS) -> str:
+    """Upsert every week that has 1-day rollups (the weekly level's initial fill).
+
+    ``counts``: the rollup tables' count columns (migration 0003 passes the ones it knew).
+    """
+    vals = ", ".join(f"r.{c}" for c in rollup_value_columns(counts=counts))
     src = (
         f"select r.series_id, date_bin('7 days', r.bucket, {ORIGIN_SQL}) as bucket, {vals} "
         "from rollup_1d r"
     )
-    return _upsert_sql(WEEK, merged_sql(src, ["series_id", "bucket"], raw=False))
+    merged = merged_sql(src, ["series_id", "bucket"], raw=False, counts=counts)
+    return _upsert_sql(WEEK, merged, counts)
 
 
-def _upsert_sql(grain: Grain, select_sql: str) -> str:
-    cols = ["series_id", "bucket", *rollup_value_columns()]
+def _upsert_sql(grain: Grain, select_sql: str, counts: tuple[str, ...] = COUNT_COLUMNS) -> str:
+    cols = ["series_id", "bucket", *rollup_value_columns(counts=counts)]
     sets = ", ".join(f"{c} = excluded.{c}" for c in cols[2:])
     return (
         f"insert into {grain.table} ({', '.join(cols)})\n{select_sql}\n"

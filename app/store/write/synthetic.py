@@ -354,7 +354,8 @@ def _bucket_rows(
             int(n_ok[b]),
             int(n_err[b]),
             int(n_to[b]),
-            0,
+            0,  # n_skipped
+            0,  # n_probe: synthetic history has no probe-side errors
             Jsonb(ecls) if ecls else None,
             Jsonb(ecode) if ecode else None,
         ]
@@ -366,7 +367,8 @@ def _bucket_rows(
 
 def _copy_rollups(conn: Connection, table: str, rows: list[tuple[Any, ...]]) -> None:
     cols = ["series_id", "bucket", *rollup_value_columns()]
-    types = ["int4", "timestamptz", "int4", "int4", "int4", "int4", "int4", "jsonb", "jsonb"]
+    types = ["int4", "timestamptz", "int4", "int4", "int4", "int4", "int4", "int4", "jsonb"]
+    types += ["jsonb"]
     types += ["int4", "int8", "int8", "int8", "float4", "float4", "float4", "int2[]", "int4[]"] * 7
     raw = driver_connection(conn)
     with (

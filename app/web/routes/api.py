@@ -257,8 +257,12 @@ def sample_filter(
         str | None, Query(max_length=63, description="mode name (needs target)")
     ] = None,
     status: Annotated[
-        Literal["ok", "error", "timeout", "skipped", "failed"] | None,
-        Query(description="failed = error or timeout"),
+        Literal["ok", "error", "timeout", "skipped", "failed", "probe-error"] | None,
+        Query(
+            description="failed = the target's errors or timeouts; error = the target's "
+            "errors; probe-error = probe-side errors (class PROBE: connwatch's own trouble, "
+            "not the target's, never in availability)"
+        ),
     ] = None,
     code: Annotated[
         str | None, Query(max_length=40, description="error code, e.g. ORA-12541")

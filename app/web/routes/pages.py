@@ -233,7 +233,7 @@ def samples_page(
     window: Window1h,
     target: str | None = None,
     mode: str | None = None,
-    status: Literal["", "ok", "error", "timeout", "skipped", "failed"] = "",
+    status: Literal["", "ok", "error", "timeout", "skipped", "failed", "probe-error"] = "",
     code: Annotated[str, Query(max_length=40)] = "",
     probe: Literal[
         "", "connping", "sessionping", "commit", "poolacquire", "sweep", "serverstats"

@@ -4,15 +4,21 @@ State of a mode (its connping series, all sites together; a mode without connpin
 series of the first of sessionping, commit, poolacquire it runs; kinds are never pooled):
 
 - ``stale``: no sample at all in the last ``STALE_AFTER`` intervals (at least 2 minutes);
-- ``down``: samples arrived in the last 5 minutes but none of them succeeded;
-- ``degraded``: some failed in the last 15 minutes (error rate above 0), or the current
-  logon p50 is more than twice the median of the last hour's per-minute logon p50s
-  and at least ``SLOWER_MS`` slower (like compared with like: a normal tail, p95
+- ``probe-error``: samples arrived in the last 5 minutes but none of them measured the
+  target: each was a probe-side error (class PROBE: connwatch's own trouble, e.g. a
+  driver defect or a series it cannot build) or a skipped run. Says nothing about
+  the database, so it is neither ``down`` nor ``ok``;
+- ``down``: runs in the last 5 minutes measured the target and none succeeded;
+- ``degraded``: the target failed in the last 15 minutes (error rate above 0), or the
+  current logon p50 is more than twice the median of the last hour's per-minute logon
+  p50s and at least ``SLOWER_MS`` slower (like compared with like: a normal tail, p95
   above twice the median, is not a degradation; a doubling from 1 to 2 ms is noise),
   given at least ``BASELINE_MINUTES`` minutes of that hour;
 - ``ok`` otherwise. Disabled targets and modes are listed last as ``disabled``.
 
-Rows are sorted worst first: down, degraded, stale, ok, then by logon p95 descending.
+Probe-side errors never make a mode ``down`` or ``degraded`` and are not in its error
+rate; the reason names them when there were some. Rows are sorted worst first: down,
+degraded, probe-error, stale, ok, then by logon p95 descending.
 """
 
 from __future__ import annotations
@@ -24,7 +30,15 @@ from app.explain import explain
 from app.web.palette import ModeStyle, mode_style
 from app.web.views.lookups import ModeInfo, TargetInfo
 
-STATE_ORDER = {"down": 0, "degraded": 1, "stale": 2, "ok": 3, "unknown": 4, "disabled": 5}
+STATE_ORDER = {
+    "down": 0,
+    "degraded": 1,
+    "probe-error": 2,
+    "stale": 3,
+    "ok": 4,
+    "unknown": 5,
+    "disabled": 6,
+}
 STALE_AFTER = 3  # intervals without any sample
 SLOWER_FACTOR = 2.0  # "degraded": the current logon p50 above this times the hour's median
 SLOWER_MS = 10.0  # ... and at least this many ms above it
@@ -53,7 +67,9 @@ class ModeStats:
     n_5m: int = 0
     ok_5m: int = 0
     n_15m: int = 0
-    failed_15m: int = 0
+    failed_15m: int = 0  # the target's failures (probe-side errors excluded)
+    unmeasured_5m: int = 0  # probe-side errors and skipped runs in the last 5 minutes
+    probe_15m: int = 0  # probe-side errors in the last 15 minutes
     logon_p50: float | None = None
     logon_p95: float | None = None
     ping_p50: float | None = None
@@ -91,9 +107,11 @@ class OverviewRow:
 
     @property
     def error_rate(self) -> float | None:
-        if self.stats.n_15m == 0:
+        """The target's failures over the runs that measured it (last 15 minutes)."""
+        measured = self.stats.n_15m - self.stats.probe_15m
+        if measured <= 0:
             return None
-        return self.stats.failed_15m / self.stats.n_15m
+        return self.stats.failed_15m / measured
 
 
 def classify(mode: ModeInfo, target: TargetInfo, s: ModeStats, now: datetime) -> tuple[str, str]:
@@ -106,10 +124,23 @@ def classify(mode: ModeInfo, target: TargetInfo, s: ModeStats, now: datetime) ->
     stale_s = max(120.0, STALE_AFTER * interval_ms / 1000)
     if s.last_at is None or (now - s.last_at).total_seconds() > stale_s:
         return "stale", f"no sample for more than {stale_s:.0f} s"
+    aside = (
+        f" ({s.probe_15m} probe-side error(s) in the last 15 minutes not counted)"
+        if s.probe_15m
+        else ""
+    )
+    if s.n_5m > 0 and s.unmeasured_5m >= s.n_5m:
+        return "probe-error", (
+            "no run of the last 5 minutes measured the database: probe-side errors or "
+            "skipped runs (connwatch's own trouble, see the Samples page, class PROBE)"
+        )
     if s.n_5m > 0 and s.ok_5m == 0:
-        return "down", "every sample of the last 5 minutes failed"
+        return "down", "every sample of the last 5 minutes that measured it failed" + aside
     if s.failed_15m > 0:
-        return "degraded", f"{s.failed_15m} of {s.n_15m} samples failed in the last 15 minutes"
+        measured = s.n_15m - s.probe_15m
+        return "degraded", (
+            f"{s.failed_15m} of {measured} samples failed in the last 15 minutes" + aside
+        )
     base = s.baseline_logon_p50
     if (
         s.logon_p50 is not None
@@ -120,9 +151,9 @@ def classify(mode: ModeInfo, target: TargetInfo, s: ModeStats, now: datetime) ->
     ):
         return "degraded", (
             f"logon p50 {s.logon_p50:.1f} ms is more than {SLOWER_FACTOR:g} times the last "
-            f"hour's median of {base:.1f} ms"
+            f"hour's median of {base:.1f} ms" + aside
         )
-    return "ok", "all recent samples succeeded"
+    return "ok", "all recent samples succeeded" + aside
 
 
 def build_rows(

@@ -15,7 +15,8 @@ from datetime import datetime, timedelta
 from sqlalchemy.engine import Connection
 
 from app.explain import explain
-from app.store.read.availability import failure_codes
+from app.samples import is_probe_side
+from app.store.read.availability import code_class, failure_codes
 from app.store.read.recent import activity, minute_points
 from app.store.read.samples import read_samples
 from app.store.read.timeseries import Point, summary, timeseries
@@ -97,6 +98,8 @@ def overview_stats(
             s.last_failed_at is None or a.last_failed_at > s.last_failed_at
         ):
             s.last_failed_at, s.last_code = a.last_failed_at, a.last_code
+        s.unmeasured_5m += a.unmeasured_5m
+        s.probe_15m += a.probe_15m
     for phase in ("logon", "ping"):
         cur = summary(conn, ids, now - timedelta(minutes=15), now, phase=phase)
         for mid, pts in _by_mode(cur.points, owner).items():
@@ -200,7 +203,7 @@ def target_timeseries(
     grouped = _by_mode(res.points, owner)
     out_modes: list[ModeTimeseries] = []
     marks: list[ErrorMark] = []
-    failed_any = any(p.n_error + p.n_timeout for p in res.points)
+    failed_any = any(p.n_failed or p.n_probe for p in res.points)
     codes_of: dict[int, dict[datetime, dict[str, int]]] = {}
     if failed_any and res.source == "raw":
         codes_of = _failure_codes(conn, owner, res.start, res.end, res.step)
@@ -228,23 +231,36 @@ def target_timeseries(
                 p95=[p.p95_ms for p in pts],
                 p99=[p.p99_ms for p in pts],
                 n=[p.n for p in pts],
-                errors=[p.n_error + p.n_timeout for p in pts],
+                errors=[p.n_failed for p in pts],
             )
         )
         codes = codes_of.get(m.id, {})
         for p in pts:
-            failed = p.n_error + p.n_timeout
-            if failed:
-                found = codes.get(p.bucket, {})
-                listed = sorted(found, key=lambda c: -found[c])
+            found = codes.get(p.bucket, {})
+            listed = sorted(found, key=lambda c: -found[c])
+            probe_codes = [c for c in listed if is_probe_side(code_class(c))]
+            if p.n_failed:
+                target_codes = [c for c in listed if c not in probe_codes]
                 marks.append(
                     ErrorMark(
                         mode=m.name,
                         t=p.bucket,
-                        count=failed,
+                        count=p.n_failed,
                         n=p.n,
-                        codes=listed,
-                        meanings=[meaning(c) for c in listed],
+                        codes=target_codes,
+                        meanings=[meaning(c) for c in target_codes],
+                    )
+                )
+            if p.n_probe:  # shown apart: connwatch's own trouble, not the database's
+                marks.append(
+                    ErrorMark(
+                        mode=m.name,
+                        t=p.bucket,
+                        count=p.n_probe,
+                        n=p.n,
+                        codes=probe_codes,
+                        meanings=[meaning(c) for c in probe_codes],
+                        probe_side=True,
                     )
                 )
     return TimeseriesOut(

@@ -15,7 +15,9 @@ from app.store.read.samples import export_csv, read_samples
 from app.web.views.incidents import SampleOut, sample_out, series_names
 from app.web.views.lookups import TargetInfo, load_targets
 
-STATUS_CHOICES = ("ok", "error", "timeout", "skipped", "failed")
+# "failed": the target's errors and timeouts; "error": the target's errors;
+# "probe-error": probe-side errors (class PROBE, connwatch's own trouble, not the target's)
+STATUS_CHOICES = ("ok", "error", "timeout", "skipped", "failed", "probe-error")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +31,19 @@ class SampleFilter:
     def statuses(self) -> list[str] | None:
         if self.status is None:
             return None
-        return ["error", "timeout"] if self.status == "failed" else [self.status]
+        if self.status == "failed":
+            return ["error", "timeout"]
+        if self.status == "probe-error":
+            return ["error"]
+        return [self.status]
+
+    def probe_side(self) -> bool | None:
+        """True: only probe-side errors; False: none (the target's failures); None: any."""
+        if self.status == "probe-error":
+            return True
+        if self.status in ("error", "failed"):
+            return False
+        return None
 
 
 class SamplesOut(BaseModel):
@@ -75,6 +89,7 @@ def page(
             series_ids=scope(targets, f),
             statuses=f.statuses(),
             error_code=f.code,
+            probe_side=f.probe_side(),
             start=start,
             end=end,
             after=after,
@@ -102,6 +117,7 @@ def csv_stream(
             series_ids=ids,
             statuses=f.statuses(),
             error_code=f.code,
+            probe_side=f.probe_side(),
             start=start,
             end=end,
         )
