@@ -50,6 +50,28 @@ CONNWATCH: dict[str, tuple[str, str]] = {
     ),
 }
 
+# Probe-side errors (class PROBE, app.samples.ErrorClass.PROBE): the measurement failed on
+# connwatch's side; never the database's failure, never counted in its availability.
+# docs/probes.md, "Probe-side errors" and "Driver defects connwatch works around".
+PROBE: dict[str, tuple[str, str]] = {
+    "PROBE-CONFIG": (
+        "probe-side: the series could not be built or run as configured",
+        "a password reference (env:/file:) that cannot be read, parameters that no longer "
+        "validate, or a second sweep of one endpoint; fix the target in the Targets page",
+    ),
+    "PROBE-IndexError": (
+        "probe-side: an IndexError inside the driver or connwatch, not an answer of the database",
+        "python-oracledb thin's DRCP statement-cache overflow ('array assignment index out "
+        "of range'); connwatch recycles pooled connections before it: report a recurrence",
+    ),
+    "PROBE-DPY-4011": (
+        "probe-side: python-oracledb's asyncio listener-REDIRECT race closed the logon, not "
+        "the dispatcher",
+        "a redirected shared-server logon run on an event loop connwatch does not control; "
+        "connwatch's own loops are immune (docs/probes.md)",
+    ),
+}
+
 # Oracle server errors (python-oracledb passes the server's ORA- code through).
 ORA: dict[str, tuple[str, str]] = {
     "ORA-01017": (

@@ -7,7 +7,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from app.explain.codes import CONNWATCH, DPY, NET, ORA, PG, TLS, TNS
+from app.explain.codes import CONNWATCH, DPY, NET, ORA, PG, PROBE, TLS, TNS
 
 # family -> (title, what codes of the family are), in the order the reference page shows
 FAMILIES: dict[str, tuple[str, str]] = {
@@ -15,6 +15,12 @@ FAMILIES: dict[str, tuple[str, str]] = {
         "Recorded by connwatch",
         "Timeouts, unusable configuration and runs the agent skipped (the monitor's own "
         "trouble, never counted against the database's availability when skipped).",
+    ),
+    "PROBE": (
+        "Probe-side (PROBE-)",
+        "The measurement failed on connwatch's side (a driver defect, a bug, a series it "
+        "cannot build): the sample says nothing about the database and is never counted "
+        "against its availability, alerts or reports.",
     ),
     "ORA": ("Oracle server (ORA-)", "The database answered with an error."),
     "TNS": (
@@ -48,6 +54,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
 
 _TABLES = {
     "connwatch": CONNWATCH,
+    "PROBE": PROBE,
     "ORA": ORA,
     "TNS": TNS,
     "DPY": DPY,
@@ -71,7 +78,7 @@ _PG_CLASSES: dict[str, str] = {
     "25": "invalid transaction state",
     "XX": "internal error",
 }
-_CODE = re.compile(r"^(ORA|TNS|DPY|PG|TLS|NET)-(.+)$")
+_CODE = re.compile(r"^(PROBE|ORA|TNS|DPY|PG|TLS|NET)-(.+)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +106,7 @@ class Explanation:
 
 
 def family_of(code: str) -> str:
-    """``connwatch``, ``ORA``, ``TNS``, ``DPY``, ``PG``, ``TLS``, ``NET`` or ``OTHER``."""
+    """``connwatch``, ``PROBE``, ``ORA``, ``TNS``, ``DPY``, ``PG``, ``TLS``, ``NET`` or ``OTHER``."""
     if code in CONNWATCH:
         return "connwatch"
     m = _CODE.match(code)
@@ -142,6 +149,12 @@ def _family_sentence(code: str, family: str) -> tuple[str, str]:
         return (
             f"network error from the operating system: {text.lower()}",
             "the agent's host could not reach or keep the connection to the target",
+        )
+    if family == "PROBE":
+        return (
+            f"probe-side: {rest} was raised on connwatch's side while probing, not by the database",
+            "a defect of the driver or of connwatch; the sample's message says more; "
+            "not counted against the target; report it",
         )
     return (
         f"an unexpected {code} was raised while probing",

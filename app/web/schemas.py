@@ -93,7 +93,10 @@ class ModeTimeseries(BaseModel):
 class ErrorMark(BaseModel):
     mode: str
     t: datetime
-    count: int = Field(description="failed samples (error or timeout; probe_side: probe-side errors) in the bucket")
+    count: int = Field(
+        description="failed samples (error or timeout) in the bucket; with probe_side: "
+        "its probe-side errors"
+    )
     n: int = Field(0, description="samples of any status in the bucket")
     codes: list[str] = Field(description="their codes, most frequent first")
     meanings: list[str] = Field(
