@@ -160,6 +160,7 @@ class OracleSession:
         self.requested_server_type = requested_server_type
         self._cursor: oracledb.AsyncCursor | None = None
         self._server_type_sql = True
+        self.statements = 0  # statements executed through this object (info, query, ...)
 
     @property
     def round_trips(self) -> int | None:
@@ -190,6 +191,7 @@ class OracleSession:
             return cur.fetchone()
 
     async def _fetch(self, sql: str) -> Any:
+        self.statements += 1
         if self.conn is not None:
             with self.conn.cursor() as cur:
                 await cur.execute(sql)
