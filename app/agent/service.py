@@ -41,6 +41,7 @@ from app.agent.stats import combine
 from app.agent.workers.unit import ProbeWorker, drain_leftovers
 from app.config import Settings
 from app.credentials import Vault
+from app.drivers import eventloop
 from app.store.write.maintenance import maintain
 
 if TYPE_CHECKING:
@@ -330,4 +331,5 @@ async def run_until_stopped(
 
 def run_forever(engine: Engine, settings: Settings) -> None:
     """``connwatch agent``: probe until SIGTERM/SIGINT; every sample is flushed on exit."""
-    asyncio.run(run_until_stopped(engine, settings))
+    # python-oracledb's asyncio listener-REDIRECT race: app/drivers/eventloop.py
+    eventloop.run(run_until_stopped(engine, settings))

@@ -316,7 +316,10 @@ def targets_import(
     with engine.begin() as conn:
         res = import_targets(conn, doc, vault, prune=prune)
     engine.dispose()
-    typer.echo(f"{file}: {res.created} created, {res.updated} updated, {res.removed} removed")
+    typer.echo(
+        f"{file}: {res.created} created, {res.updated} updated, {res.unchanged} unchanged, "
+        f"{res.removed} removed"
+    )
 
 
 @targets_cli.command("export")

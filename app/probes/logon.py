@@ -13,10 +13,49 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import oracledb
+
 from app.drivers.base import RoundTripLog, Session, logon_phases
 from app.drivers.connect import open_session
+from app.drivers.eventloop import is_redirect_safe
 from app.probes.base import Probe, ProbeContext
+from app.probes.errors import ClassifiedException, probe_side, sanitise
 from app.probes.spec import Endpoint, OracleEndpoint, ProbeSpec
+
+REDIRECT_RACE_NOTE = (
+    " [probe-side: python-oracledb's asyncio listener-REDIRECT race, not the dispatcher; "
+    "this event loop is not connwatch's redirect-safe one (docs/probes.md)]"
+)
+
+
+def redirect_race(exc: BaseException, trips: RoundTripLog | None) -> ClassifiedException | None:
+    """The probe-side error for a logon python-oracledb's REDIRECT race failed, or None.
+
+    The race (app/drivers/eventloop.py) fails a redirected logon with DPY-4011 "closed
+    the connection" while the dispatcher's connection is healthy. On connwatch's own
+    loops it cannot happen, so there a DPY-4011 is the target's. On any other loop a
+    DPY-4011 after a REDIRECT (a second CONNECT round trip) cannot be told apart from
+    the race and is recorded as probe-side (``PROBE-DPY-4011``), never as the target's.
+    """
+    if trips is None or not isinstance(exc, oracledb.Error) or is_redirect_safe():
+        return None
+    if sum(1 for name, _ in trips.events if name == "connect") < 2 or "DPY-4011" not in str(exc):
+        return None
+    return ClassifiedException(probe_side("DPY-4011", sanitise(str(exc)) + REDIRECT_RACE_NOTE))
+
+
+async def open_measured(
+    ep: Endpoint, trips: RoundTripLog | None, *, autocommit: bool = True
+) -> Session:
+    """:func:`app.drivers.connect.open_session`, with python-oracledb's REDIRECT race
+    reported as the probe-side error it is (:func:`redirect_race`)."""
+    try:
+        return await open_session(ep, trips, autocommit=autocommit)
+    except oracledb.Error as exc:
+        race = redirect_race(exc, trips)
+        if race is not None:
+            raise race from exc
+        raise
 
 
 @dataclass(slots=True)
@@ -35,7 +74,7 @@ async def timed_logon(ctx: ProbeContext, ep: Endpoint, *, autocommit: bool = Tru
         # a mode pinned to one RAC instance: its failures are that instance's
         ctx.result.instance = ep.instance_name.upper()
     start = time.perf_counter_ns()
-    session = await open_session(ep, trips, autocommit=autocommit)
+    session = await open_measured(ep, trips, autocommit=autocommit)
     end = time.perf_counter_ns()
     token = ctx.defer(session.close)
     r = ctx.result

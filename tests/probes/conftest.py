@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
 import pytest
 
 from app.demo.pgcluster import PgCluster
+from app.drivers import eventloop
 from app.probes.base import Probe
 from app.probes.registry import create_probe
 from app.probes.runner import run_once
@@ -59,7 +59,8 @@ def run_probe(spec: ProbeSpec, runs: int = 1) -> list[Sample]:
 
 
 def run_with(probe_factory: Callable[[], Probe], runs: int = 1) -> list[Sample]:
-    """As :func:`run_probe`, for a probe built by ``probe_factory``."""
+    """As :func:`run_probe`, for a probe built by ``probe_factory``; on the event loop the
+    agent runs probes on (app.drivers.eventloop)."""
 
     async def go() -> list[Sample]:
         probe = probe_factory()
@@ -68,7 +69,7 @@ def run_with(probe_factory: Callable[[], Probe], runs: int = 1) -> list[Sample]:
         finally:
             await probe.close()
 
-    return asyncio.run(go())
+    return eventloop.run(go())
 
 
 MODES = ("dedicated", "shared", "pooled")

@@ -29,6 +29,7 @@ from app.agent.options import AgentOptions
 from app.agent.workers.buckets import SharedLogonBuckets
 from app.agent.workers.unit import ProbeWorker
 from app.config import Settings
+from app.drivers import eventloop
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,8 @@ def main(conn: Connection, cfg: WorkerConfig) -> None:
     for handler in logging.getLogger().handlers:
         handler.addFilter(_Tagged(cfg.index))
     try:
-        asyncio.run(_serve(conn, cfg))
+        # python-oracledb's asyncio listener-REDIRECT race: app/drivers/eventloop.py
+        eventloop.run(_serve(conn, cfg))
     except Exception:
         log.exception("worker %d failed", cfg.index)
         raise

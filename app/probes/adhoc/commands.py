@@ -15,7 +15,6 @@ ad-hoc run and the dashboard measure the same thing.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import sys
@@ -27,6 +26,7 @@ from typing import IO, Annotated, Any
 
 import typer
 
+from app.drivers import eventloop
 from app.probes.adhoc import rwlformat as fmt
 from app.probes.adhoc.cmdargs import (
     AskPw,
@@ -149,7 +149,7 @@ def _run(cmd: str, csv: IO[str] | None, loop: Coroutine[Any, Any, None]) -> None
     The CSV file (if any) is closed either way."""
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(loop)
+            eventloop.run(loop)
     except _FirstConnectFailed as exc:
         report_error(cmd, exc.sample)
         raise typer.Exit(1) from None
@@ -395,7 +395,7 @@ def sweep(
     results: list[tuple[str, Sample]] = []
     bar = Progress(total)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(sweep_all(probes, bar, results))
+        eventloop.run(sweep_all(probes, bar, results))
     bar.finish()
     if json_out:
         for m, s in results:
