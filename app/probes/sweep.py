@@ -12,7 +12,8 @@ One run gives ONE sample (the runner's contract): ``logon_ns``/``logoff_ns`` are
 the medians of level 1 (the uncontended cost), ``round_trips`` and
 ``logon_phases`` those of the first logon. If any logon failed, the sample is an
 error carrying the most frequent error code (all counted per level in
-``extra``); completed levels stay in ``extra`` when the deadline cuts the sweep.
+``extra``) and, as its phase, the level where that code first failed (``level 1``);
+completed levels stay in ``extra`` when the deadline cuts the sweep.
 
 Guards (a sweep must never become a logon storm): at most ``MAX_LEVEL``
 parallel loops, at most ``MAX_TOTAL_LOGONS`` logons per run, ``pause_s``
@@ -30,9 +31,9 @@ from collections import Counter
 from typing import Any
 
 from app.drivers.base import RoundTripLog, logon_phases
-from app.drivers.connect import open_session
 from app.probes.base import Probe, ProbeConfigError, ProbeContext, checked_params
 from app.probes.errors import ClassifiedError, ClassifiedException, classify
+from app.probes.logon import open_measured
 from app.probes.spec import OracleEndpoint, ProbeSpec
 from app.targets.params import SWEEP_MAX_LEVEL, SWEEP_MAX_TOTAL_LOGONS
 
@@ -80,7 +81,7 @@ class Sweep(Probe):
             )
             try:
                 t0 = time.perf_counter_ns()
-                session = await open_session(ep, trips)
+                session = await open_measured(ep, trips)
                 t1 = time.perf_counter_ns()
                 logon_trips = trips.count if trips is not None else 0
                 token = ctx.defer(session.close)
@@ -120,6 +121,7 @@ class Sweep(Probe):
         r.extra["logons_per_loop"] = self.logons
         all_errors: Counter[str] = Counter()
         firsts: dict[str, ClassifiedError] = {}
+        first_level: dict[str, int] = {}  # code -> the level where it first failed
         done = [0]
         for n, level in enumerate(self.levels):
             ctx.phase = f"level {level}"
@@ -131,6 +133,7 @@ class Sweep(Probe):
             errs = Counter(e.code for e in out["errors"])
             for e in out["errors"]:
                 firsts.setdefault(e.code, e)
+                first_level.setdefault(e.code, level)
             all_errors.update(errs)
             results.append(
                 {
@@ -149,4 +152,6 @@ class Sweep(Probe):
                 r.logoff_ns = int(statistics.median(out["logoff"]))
         if all_errors:
             code, _ = all_errors.most_common(1)[0]
+            # the error phase is where that code first failed, not the last level walked
+            ctx.phase = f"level {first_level[code]}"
             raise SweepError(firsts[code], sum(all_errors.values()))

@@ -10,7 +10,8 @@ from app.probes.runner import run_once
 from app.probes.spec import ProbeSpec
 from app.probes.sweep import MAX_LEVEL
 from app.samples import SampleStatus
-from tests.probes.conftest import PgEndpoints, run_probe
+from tests.fixtures.oraclesim import OracleSimHandle
+from tests.probes.conftest import PgEndpoints, oracle_endpoint, run_probe
 
 
 def test_sweep_levels_postgres(all_pg_endpoints: PgEndpoints) -> None:
@@ -46,6 +47,22 @@ def test_sweep_failures_make_an_error_sample(pg_endpoints: PgEndpoints) -> None:
     assert s.status is SampleStatus.ERROR and s.error_code == "PG-3D000"
     assert [lv["errors"] for lv in s.extra["levels"]] == [2, 4]
     assert s.error_message is not None and s.error_message.startswith("6 logon(s) failed")
+    assert s.error_phase == "level 1"  # where it first failed, not the last level walked
+
+
+def test_a_failure_at_level_1_is_reported_at_level_1(oraclesim: OracleSimHandle) -> None:
+    """Levels [1, 2]: the listener refuses the first connection only (level 1); the sample
+    names level 1, where it happened, though level 2 ran last and succeeded."""
+    oraclesim.faults.add("refuse", count=1)
+    spec = ProbeSpec("sweep", oracle_endpoint(oraclesim), params={"levels": [1, 2], "logons": 2})
+    (s,) = run_probe(spec)
+    assert (s.status, s.error_code, s.error_phase) == (
+        SampleStatus.ERROR,
+        "TNS-12520",
+        "level 1",
+    )
+    assert [lv["errors"] for lv in s.extra["levels"]] == [1, 0]
+    assert [lv["logons"] for lv in s.extra["levels"]] == [1, 4]
 
 
 def test_one_sweep_per_endpoint_at_a_time(pg_endpoints: PgEndpoints) -> None:
