@@ -101,7 +101,7 @@ def test_targets_import_export_list_and_bad_file_changes_nothing(
 ) -> None:
     res = run_cli("targets", "import", str(ROOT / "targets.example.yaml"), env=store_env)
     assert res.returncode == 0, res.stderr
-    assert "3 created, 0 updated, 0 removed" in res.stdout
+    assert "3 created, 0 updated, 0 unchanged, 0 removed" in res.stdout
     listed = run_cli("targets", "list", env=store_env)
     assert "sales-prod" in listed.stdout and "billing-pg" in listed.stdout
     # columns line up: every line has the DSN column (the last) where the header has it
@@ -114,7 +114,7 @@ def test_targets_import_export_list_and_bad_file_changes_nothing(
     out = tmp_path / "export.yaml"
     out.write_text(exported.stdout)
     again = run_cli("targets", "import", str(out), env=store_env)
-    assert "0 created, 3 updated" in again.stdout
+    assert "0 created, 0 updated, 3 unchanged" in again.stdout  # nothing changed
 
     bad = tmp_path / "bad.yaml"
     bad.write_text(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 from sqlalchemy import select, text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from app.credentials import Vault
 from app.models import modes, series, targets
@@ -144,7 +144,7 @@ def test_import_export_round_trip(engine: Engine, vault: Vault) -> None:
     again = parse_targets(dump_yaml(exported), "export.yaml")
     with engine.begin() as conn:
         res2 = import_targets(conn, again, vault)
-        assert (res2.created, res2.updated) == (0, 3)
+        assert (res2.created, res2.updated, res2.unchanged) == (0, 0, 3)
         exported2 = export_targets(conn)
     assert exported2 == exported
     assert again.model_dump() == parse_targets(dump_yaml(exported2), "x").model_dump()
@@ -226,3 +226,54 @@ def test_a_mode_without_probes_is_probed_every_10_seconds(engine: Engine, vault:
         exported = dump_yaml(export_targets(conn))
     assert 10_000_000 not in intervals and max(intervals) <= 3_600_000, intervals
     assert "10000s" not in exported and "interval: 10s" in exported
+
+
+def _stamps(conn: Connection) -> dict[str, object]:
+    rows = conn.execute(
+        text(
+            "select 't:' || t.name, t.updated_at from targets t union all "
+            "select 's:' || t.name || '/' || m.name || '/' || s.probe || '/' || s.site, "
+            "s.updated_at from series s join modes m on m.id = s.mode_id "
+            "join targets t on t.id = m.target_id"
+        )
+    ).all()
+    return {k: v for k, v in rows}
+
+
+def test_reimport_of_unchanged_targets_changes_nothing(engine: Engine, vault: Vault) -> None:
+    """Importing the same file again: nothing 'updated', no updated_at moved, a literal
+    password not re-encrypted; changing one series updates that target and series only."""
+    yaml_text = (ROOT / "targets.example.yaml").read_text()
+    literal = (
+        "  - {name: lit, kind: oracle, dsn: h:1521/s, username: u, password: 's3cr3t-Pw',"
+        " modes: [{name: dedicated}]}\n"
+    )
+    doc = parse_targets(yaml_text + literal, "t.yaml")
+    with engine.begin() as conn:
+        first = import_targets(conn, doc, vault)
+        token = conn.execute(text("select password_enc from targets where name = 'lit'")).scalar()
+    assert (first.created, first.updated, first.unchanged) == (4, 0, 0)
+    with engine.connect() as conn:
+        before = _stamps(conn)
+    with engine.begin() as conn:
+        again = import_targets(conn, doc, vault)
+        same_token = conn.execute(
+            text("select password_enc from targets where name = 'lit'")
+        ).scalar()
+    assert (again.created, again.updated, again.unchanged) == (0, 0, 4)
+    assert same_token == token
+    with engine.connect() as conn:
+        assert _stamps(conn) == before
+    # one series' interval changes: its target is updated, the others are not
+    first_target = doc.targets[0]
+    probe = first_target.modes[0].probes[0]
+    changed = doc.model_copy(deep=True)
+    changed.targets[0].modes[0].probes[0].interval = probe.interval * 2
+    with engine.begin() as conn:
+        third = import_targets(conn, changed, vault)
+    assert (third.created, third.updated, third.unchanged) == (0, 1, 3)
+    with engine.connect() as conn:
+        after = _stamps(conn)
+    moved = {k for k in after if after[k] != before[k]}
+    key = f"s:{first_target.name}/{first_target.modes[0].name}/{probe.probe}/{probe.site}"
+    assert moved == {key}

@@ -14,7 +14,6 @@ from typing import Any
 
 import yaml
 from sqlalchemy import delete, func, select, update
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import Connection
 
 from app.credentials import Vault, is_reference
@@ -26,26 +25,49 @@ from app.targets.schema import ModeEntry, TargetEntry, TargetsFile
 @dataclass
 class ImportResult:
     created: int = 0
-    updated: int = 0
+    updated: int = 0  # targets of which something (the target, a mode, a series) changed
     removed: int = 0
+    unchanged: int = 0  # targets the file describes exactly as they are stored
 
 
-def _secret_columns(entry: TargetEntry, vault: Vault) -> dict[str, str | None] | None:
-    """Columns for the password, or None to keep what is stored."""
+def _secret_columns(
+    entry: TargetEntry, vault: Vault, stored: Any | None = None
+) -> dict[str, str | None] | None:
+    """Columns for the password, or None to keep what is stored (no password in the
+    file, or the same one: a literal that decrypts from the stored token, the same token,
+    the same reference). A literal is encrypted afresh only when it changed, since each
+    encryption gives a new token."""
     if entry.password_encrypted is not None:
         vault.decrypt(entry.password_encrypted)  # must be readable with our key
+        if stored is not None and stored.password_enc == entry.password_encrypted:
+            return None
         return {"password_enc": entry.password_encrypted, "password_ref": None}
     if entry.password is None:
         return None
     if is_reference(entry.password):
+        if stored is not None and stored.password_ref == entry.password:
+            return None
         return {"password_enc": None, "password_ref": entry.password}
+    token = stored.password_enc if stored is not None else None
+    if token is not None and vault.decrypt(token) == entry.password:
+        return None
     return {"password_enc": vault.encrypt(entry.password), "password_ref": None}
+
+
+def _differs(row: Any, values: dict[str, Any]) -> bool:
+    """True when a stored row's columns differ from ``values`` (jsonb compared as data)."""
+    return any(getattr(row, k) != v for k, v in values.items())
 
 
 def import_targets(
     conn: Connection, doc: TargetsFile, vault: Vault, *, prune: bool = False
 ) -> ImportResult:
-    """Upsert every target, mode and series of ``doc`` (caller owns the transaction)."""
+    """Upsert every target, mode and series of ``doc`` (caller owns the transaction).
+
+    Only what differs is written: a target the file describes exactly as stored counts
+    as ``unchanged`` and keeps its ``updated_at`` (and its series theirs); a target whose
+    own columns, password, modes or series changed counts as ``updated``.
+    """
     result = ImportResult()
     for entry in doc.targets:
         values: dict[str, Any] = {
@@ -58,22 +80,30 @@ def import_targets(
             "labels": entry.labels,
             "params": entry.params,
         }
-        secret = _secret_columns(entry, vault)
-        existing = conn.execute(select(targets.c.id).where(targets.c.name == entry.name)).first()
+        existing = conn.execute(select(targets).where(targets.c.name == entry.name)).first()
         if existing is None:
+            secret = _secret_columns(entry, vault)
             values.update(secret or {"password_enc": None, "password_ref": None})
             target_id = conn.execute(targets.insert().values(**values).returning(targets.c.id))
             tid = int(target_id.scalar_one())
+            _sync_modes(conn, tid, entry.modes, prune=prune)
             result.created += 1
-        else:
-            tid = int(existing.id)
-            if secret is not None:
-                values.update(secret)
+            continue
+        tid = int(existing.id)
+        secret = _secret_columns(entry, vault, existing)
+        if secret is not None:
+            values.update(secret)
+        changed = _differs(existing, values)
+        if changed:
             conn.execute(
                 update(targets).where(targets.c.id == tid).values(**values, updated_at=func.now())
             )
+        if _sync_modes(conn, tid, entry.modes, prune=prune):
+            changed = True
+        if changed:
             result.updated += 1
-        _sync_modes(conn, tid, entry.modes, prune=prune)
+        else:
+            result.unchanged += 1
     if prune:
         names = [t.name for t in doc.targets]
         res = conn.execute(delete(targets).where(targets.c.name.not_in(names)))
@@ -81,64 +111,79 @@ def import_targets(
     return result
 
 
-def _sync_modes(conn: Connection, target_id: int, entries: list[ModeEntry], *, prune: bool) -> None:
+def _sync_modes(conn: Connection, target_id: int, entries: list[ModeEntry], *, prune: bool) -> bool:
+    """Insert or update the modes of one target and their series; True if anything
+    changed (a mode or series added, altered or, with ``prune``, removed)."""
+    changed = False
+    stored = {r.name: r for r in conn.execute(select(modes).where(modes.c.target_id == target_id))}
     for m in entries:
-        stmt = insert(modes).values(
-            target_id=target_id,
-            name=m.name,
-            kind=m.kind,
-            transport=m.transport,
-            params=m.params,
-            enabled=m.enabled,
-        )
-        upsert = stmt.on_conflict_do_update(
-            constraint="uq_modes_target_name",
-            set_={
-                "kind": stmt.excluded.kind,
-                "transport": stmt.excluded.transport,
-                "params": stmt.excluded.params,
-                "enabled": stmt.excluded.enabled,
-            },
-        ).returning(modes.c.id)
-        mode_id = int(conn.execute(upsert).scalar_one())
-        for p in m.probes:
-            assert p.timeout is not None
-            s = insert(series).values(
-                mode_id=mode_id,
-                probe=p.probe,
-                interval_ms=p.interval,
-                timeout_ms=p.timeout,
-                params=p.params,
-                enabled=p.enabled,
-                site=p.site,
+        values = {
+            "kind": m.kind,
+            "transport": m.transport,
+            "params": m.params,
+            "enabled": m.enabled,
+        }
+        row = stored.get(m.name)
+        if row is None:
+            mode_id = int(
+                conn.execute(
+                    modes.insert()
+                    .values(target_id=target_id, name=m.name, **values)
+                    .returning(modes.c.id)
+                ).scalar_one()
             )
-            s = s.on_conflict_do_update(
-                constraint="uq_series_mode_probe_site",
-                set_={
-                    "interval_ms": s.excluded.interval_ms,
-                    "timeout_ms": s.excluded.timeout_ms,
-                    "params": s.excluded.params,
-                    "enabled": s.excluded.enabled,
-                    "updated_at": func.now(),
-                },
-            )
-            conn.execute(s)
-        if prune:
-            keep = [(p.probe, p.site) for p in m.probes]
-            rows = conn.execute(
-                select(series.c.id, series.c.probe, series.c.site).where(
-                    series.c.mode_id == mode_id
-                )
-            ).all()
-            drop = [r.id for r in rows if (r.probe, r.site) not in keep]
-            if drop:
-                conn.execute(delete(series).where(series.c.id.in_(drop)))
+            changed = True
+        else:
+            mode_id = int(row.id)
+            if _differs(row, values):
+                conn.execute(update(modes).where(modes.c.id == mode_id).values(**values))
+                changed = True
+        if _sync_series(conn, mode_id, m, prune=prune):
+            changed = True
     if prune:
-        conn.execute(
+        res = conn.execute(
             delete(modes).where(
                 modes.c.target_id == target_id, modes.c.name.not_in([m.name for m in entries])
             )
         )
+        changed = changed or bool(res.rowcount)
+    return changed
+
+
+def _sync_series(conn: Connection, mode_id: int, m: ModeEntry, *, prune: bool) -> bool:
+    """The series of one mode, by (probe, site); True if any was added, altered or removed.
+    ``updated_at`` moves only for a series whose settings changed."""
+    changed = False
+    stored = {
+        (r.probe, r.site): r
+        for r in conn.execute(select(series).where(series.c.mode_id == mode_id))
+    }
+    for p in m.probes:
+        assert p.timeout is not None
+        values = {
+            "interval_ms": p.interval,
+            "timeout_ms": p.timeout,
+            "params": p.params,
+            "enabled": p.enabled,
+        }
+        row = stored.get((p.probe, p.site))
+        if row is None:
+            conn.execute(
+                series.insert().values(mode_id=mode_id, probe=p.probe, site=p.site, **values)
+            )
+            changed = True
+        elif _differs(row, values):
+            conn.execute(
+                update(series).where(series.c.id == row.id).values(**values, updated_at=func.now())
+            )
+            changed = True
+    if prune:
+        keep = {(p.probe, p.site) for p in m.probes}
+        drop = [r.id for key, r in stored.items() if key not in keep]
+        if drop:
+            conn.execute(delete(series).where(series.c.id.in_(drop)))
+            changed = True
+    return changed
 
 
 def export_targets(conn: Connection, *, include_secrets: bool = True) -> dict[str, Any]:
