@@ -79,8 +79,8 @@ def test_samples_page_filters_and_labels_probe_side_errors(
     q = "target=pool&mode=dedicated&range=1h"
     page = client.get(f"/samples?{q}&status=probe-error")
     assert page.status_code == 200
-    assert page.text.count('data-status="error"') == 2
     assert page.text.count(">probe-side</span>") == 2 and "ORA-01017" not in page.text
+    assert page.text.count(">PROBE-IndexError</a>") == 2
     api = client.get(f"/api/v1/samples?{q}&status=failed").json()["samples"]
     assert [s["error_code"] for s in api] == ["ORA-01017"]
     api = client.get(f"/api/v1/samples?{q}&status=probe-error").json()["samples"]
