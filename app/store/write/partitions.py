@@ -19,6 +19,9 @@ from datetime import UTC, date, datetime, timedelta
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from app.store.histogram.sql_merge import merged_sql
+from app.store.layout import rollup_value_columns
+
 _SAMPLE_PART = re.compile(r"^samples_(?:packed_)?p(\d{8})$")
 _ROLLUP_PART = re.compile(r"^(rollup_1m|rollup_1h)_p(\d{6})$")
 
@@ -166,8 +169,39 @@ def apply_retention(
         {"cut": now - timedelta(days=hour_days)},
     )
     report.deleted_1d_rows = res.rowcount or 0
-    conn.execute(
-        text("delete from rollup_1w where bucket < :cut"),
-        {"cut": now - timedelta(days=hour_days + 7)},
-    )
+    retire_weeks(conn, now - timedelta(days=hour_days + 7))
     return report
+
+
+def retire_weeks(conn: Connection, cut: datetime) -> int:
+    """Delete the weekly rollups before ``cut`` and fold them into ``rollup_retired`` (one
+    row per series, added), in the caller's transaction: what ``/metrics`` counts (weekly
+    rows + retired row, app/store/read/totals.py) never goes down. Returns the weeks."""
+    conn.execute(
+        text(
+            "create temp table _cw_gone on commit drop as with d as "
+            "(delete from rollup_1w where bucket < :cut returning *) select * from d"
+        ),
+        {"cut": cut},
+    )
+    n = int(conn.execute(text("select count(*) from _cw_gone")).scalar_one())
+    if n:
+        vals = ", ".join(rollup_value_columns())
+        src = (
+            f"select series_id, {vals} from _cw_gone union all select series_id, {vals} "
+            "from rollup_retired where series_id in (select series_id from _cw_gone)"
+        )
+        cols = ["series_id", "bucket", *rollup_value_columns()]
+        merged = merged_sql(src, ["series_id"], raw=False)
+        sets = ", ".join(f"{c} = excluded.{c}" for c in cols[1:])
+        conn.execute(
+            text(
+                f"insert into rollup_retired ({', '.join(cols)}) "
+                f"select m.series_id, cast(:cut as timestamptz), "
+                f"{', '.join('m.' + c for c in rollup_value_columns())} from ({merged}) m "
+                f"on conflict (series_id) do update set {sets}"
+            ),
+            {"cut": cut},
+        )
+    conn.execute(text("drop table _cw_gone"))
+    return n

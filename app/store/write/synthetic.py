@@ -367,8 +367,7 @@ def _bucket_rows(
 
 def _copy_rollups(conn: Connection, table: str, rows: list[tuple[Any, ...]]) -> None:
     cols = ["series_id", "bucket", *rollup_value_columns()]
-    types = ["int4", "timestamptz", "int4", "int4", "int4", "int4", "int4", "int4", "jsonb"]
-    types += ["jsonb"]
+    types = ["int4", "timestamptz", *["int4"] * 6, "jsonb", "jsonb"]  # ..., n_probe, err maps
     types += ["int4", "int8", "int8", "int8", "float4", "float4", "float4", "int2[]", "int4[]"] * 7
     raw = driver_connection(conn)
     with (
