@@ -35,6 +35,7 @@ FORBIDDEN = {
     ),
     "reports": ("app.web", "app.agent", "app.probes", "app.drivers", "app.oraclesim"),
     "explain": ("app.web", "app.agent", "app.probes", "app.drivers", "app.oraclesim", "app.store"),
+    "metrics": ("app.web", "app.agent", "app.probes", "app.drivers", "app.oraclesim"),
 }
 
 

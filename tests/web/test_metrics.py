@@ -1,17 +1,45 @@
-"""Prometheus /metrics on known data: latest values per mode and logon histograms."""
+"""Prometheus /metrics on known data: cumulative counters and histograms counted by the
+store (exact against the raw samples, identical from two app instances, only growing),
+the overview's state per mode, and a text Debian's promtool accepts without a problem."""
 
 from __future__ import annotations
 
+import math
 import re
+import shutil
+import subprocess
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
 
-from app.store.read.compare import compare
-from app.web.routes.metrics import labels
-from app.web.views.lookups import load_target
-from tests.web.data import Seeded
+from app.metrics.registry import labels
+from app.samples import ErrorClass
+from app.store.histogram.buckets import bucket_index
+from app.store.read.totals import EXPORT_GROUP, FIRST_GROUP, LAST_GROUP
+from app.store.write.ingest import write_samples
+from app.store.write.rollups import roll_up_pending
+from app.web.app import create_app
+from tests.web.data import Seeded, _fail, _ok
+
+BASE = {"target": "sales", "mode": "dedicated", "probe": "connping", "site": "default"}
+
+
+def _value(body: str, name: str, **lbl: str) -> float:
+    line = next(x for x in body.splitlines() if x.startswith(name + labels(lbl.items()) + " "))
+    return float(line.rsplit(" ", 1)[1])
+
+
+def _histogram(body: str, family: str, **lbl: str) -> list[tuple[str, float]]:
+    head = family + "_bucket" + labels(lbl.items())[:-1] + ',le="'
+    return [
+        (x[len(head) :].split('"')[0], float(x.rsplit(" ", 1)[1]))
+        for x in body.splitlines()
+        if x.startswith(head)
+    ]
 
 
 @pytest.fixture
@@ -19,78 +47,198 @@ def client(seeded_env: tuple[TestClient, Seeded]) -> TestClient:
     return seeded_env[0]
 
 
-def _value(body: str, name: str, **lbl: str) -> float:
-    line = next(x for x in body.splitlines() if x.startswith(name + labels(**lbl) + " "))
-    return float(line.rsplit(" ", 1)[1])
+def _engine(client: TestClient) -> Engine:
+    return client.app.state.engine  # type: ignore[attr-defined,no-any-return]
 
 
-def test_latest_values_per_mode(client: TestClient) -> None:
+def test_counters_are_the_stored_samples_by_outcome(client: TestClient) -> None:
     res = client.get("/metrics")
     assert res.status_code == 200
     assert res.headers["content-type"].startswith("text/plain; version=0.0.4")
     body = res.text
-    base = {"target": "sales", "mode": "dedicated", "kind": "dedicated", "site": "default"}
-    p50 = _value(body, "connwatch_logon_seconds", **base, quantile="0.5")
-    assert 0.057 <= p50 <= 0.063
-    assert _value(body, "connwatch_up", **base) == 1.0
-    hr = {"target": "hr", "mode": "dedicated", "kind": "dedicated", "site": "default"}
-    assert _value(body, "connwatch_up", **hr) == 0.0
-    assert _value(body, "connwatch_failures_15m", **hr) == 60.0
-    assert "old" not in re.findall(r'target="([^"]+)"', body)  # disabled: not exported
+    with _engine(client).connect() as conn:
+        stored = dict(
+            conn.execute(
+                text(
+                    "select s.id, count(*) from samples x join series s on s.id = x.series_id "
+                    "group by 1"
+                )
+            ).all()
+        )
+        ids = dict(
+            conn.execute(
+                text(
+                    "select t.name || '/' || m.name || '/' || s.probe, s.id from series s "
+                    "join modes m on m.id = s.mode_id join targets t on t.id = m.target_id"
+                )
+            ).all()
+        )
+    for key, sid in ids.items():
+        target, mode, probe = key.split("/")
+        if target == "old":  # disabled: not exported
+            assert f'target="{target}"' not in body
+            continue
+        lbl = {"target": target, "mode": mode, "probe": probe, "site": "default"}
+        outcomes = {
+            o: _value(body, "connwatch_samples_total", **lbl, outcome=o)
+            for o in ("ok", "error", "timeout", "skipped", "probe_error")
+        }
+        assert sum(outcomes.values()) == stored[sid], key
+    hr = {"target": "hr", "mode": "dedicated", "probe": "connping", "site": "default"}
+    assert _value(body, "connwatch_samples_total", **hr, outcome="error") == 60
+    shared = {**BASE, "mode": "shared"}
+    assert _value(body, "connwatch_samples_total", **shared, outcome="error") == 3
+    assert "# TYPE connwatch_samples_total counter" in body
 
 
-def test_logon_histogram_is_cumulative_and_consistent(client: TestClient) -> None:
+def test_histograms_are_cumulative_and_exact(client: TestClient) -> None:
+    """Every exported bound is a store bucket edge: the count at ``le`` is exactly the
+    number of ok samples whose logon is at most that edge (computed here from the raw
+    samples with the store's bucket rule)."""
     body = client.get("/metrics").text
-    lbl = 'target="sales",mode="shared",kind="shared"'
-    buckets = [
-        (x.split('le="')[1].split('"')[0], float(x.rsplit(" ", 1)[1]))
-        for x in body.splitlines()
-        if x.startswith("connwatch_logon_duration_seconds_bucket{" + lbl)
-    ]
-    counts = [c for _, c in buckets]
-    assert counts == sorted(counts)
-    assert buckets[-1][0] == "+Inf"
-    count = _value(
-        body, "connwatch_logon_duration_seconds_count", target="sales", mode="shared", kind="shared"
+    with _engine(client).connect() as conn:
+        for mode in ("dedicated", "shared", "pooled"):
+            logons = np.array(
+                conn.execute(
+                    text(
+                        "select x.logon_ns from samples x join series s on s.id = x.series_id "
+                        "join modes m on m.id = s.mode_id join targets t on t.id = m.target_id "
+                        "where t.name = 'sales' and m.name = :m and s.probe = 'connping' "
+                        "and x.status = 'ok'"
+                    ),
+                    {"m": mode},
+                )
+                .scalars()
+                .all(),
+                dtype=np.float64,
+            )
+            lbl = {**BASE, "mode": mode}
+            buckets = _histogram(body, "connwatch_logon_duration_seconds", **lbl)
+            assert len(buckets) == LAST_GROUP - FIRST_GROUP + 2 and buckets[-1][0] == "+Inf"
+            counts = [c for _, c in buckets]
+            assert counts == sorted(counts) and counts[-1] == len(logons)
+            group = np.ceil(bucket_index(logons) / EXPORT_GROUP)
+            for j, (le, count) in zip(range(FIRST_GROUP, LAST_GROUP + 1), buckets, strict=False):
+                assert count == int((group <= j).sum()), (mode, le)
+                assert float(le) >= 1.04 ** (EXPORT_GROUP * j) / 1e9  # never below the edge
+            assert _value(body, "connwatch_logon_duration_seconds_count", **lbl) == len(logons)
+            total = _value(body, "connwatch_logon_duration_seconds_sum", **lbl)
+            assert math.isclose(total, logons.sum() / 1e9, rel_tol=1e-9)
+    # sessionping's logons are their own series, never pooled with connping's
+    sp = {**BASE, "probe": "sessionping"}
+    assert _value(body, "connwatch_logon_duration_seconds_count", **sp) > _value(
+        body, "connwatch_logon_duration_seconds_count", **BASE
     )
-    assert counts[-1] == count > 300
-    le_25ms = dict(buckets)["0.025"]
-    le_50ms = dict(buckets)["0.05"]
-    assert le_25ms == 0 and le_50ms == count  # every shared logon is about 42 ms
-    assert "# TYPE connwatch_logon_duration_seconds histogram" in body
+
+
+def test_mode_gauges_follow_the_overview(client: TestClient) -> None:
+    body = client.get("/metrics").text
+    ded = {"target": "sales", "mode": "dedicated"}
+    hr = {"target": "hr", "mode": "dedicated"}
+    assert _value(body, "connwatch_up", **ded) == 1 and _value(body, "connwatch_up", **hr) == 0
+    assert _value(body, "connwatch_mode_state", **hr, state="down") == 1
+    assert _value(body, "connwatch_mode_state", **hr, state="ok") == 0
+    info = {**ded, "kind": "dedicated", "db": "oracle", "probe": "connping"}
+    assert _value(body, "connwatch_mode_info", **info) == 1
+    assert 0.057 <= _value(body, "connwatch_logon_p50_seconds", **ded) <= 0.063
+    assert (
+        "quantile=" not in body
+        and "_ms{" not in body
+        and "kind=" not in body.split("connwatch_mode_info")[0]
+    )
+
+
+def test_two_app_instances_expose_the_same_counters(
+    seeded_env: tuple[TestClient, Seeded],
+) -> None:
+    """Counted by the store: a second web process (here a second app over the same store)
+    exposes exactly the same counters and histograms."""
+    client = seeded_env[0]
+    a = client.get("/metrics").text
+    with TestClient(create_app(_engine(client))) as other:
+        b = other.get("/metrics").text
+
+    def cumulative(body: str) -> list[str]:
+        kept = ("connwatch_samples_total", "connwatch_logon_duration", "connwatch_ping_duration")
+        return [x for x in body.splitlines() if x.startswith(kept)]
+
+    assert cumulative(a) == cumulative(b) and len(cumulative(a)) > 100
+
+
+def test_counters_only_grow_as_samples_arrive(migrated_engine: Engine, vault: object) -> None:
+    """New samples, a probe-side error, a sample written twice and the rollups run again:
+    every counter and bucket grows or stays, and the probe-side error is its own outcome."""
+    from tests.web.data import seed
+
+    seeded = seed(migrated_engine, vault, hours=0.2)  # type: ignore[arg-type]
+    with TestClient(create_app(migrated_engine)) as c:
+        before = _numbers(c.get("/metrics").text)
+        sid = seeded.series[("sales", "dedicated")]
+        at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=1)
+        probe_side = _fail(sid, at + timedelta(seconds=10), "PROBE-IndexError", ErrorClass.PROBE)
+        new = [_ok(sid, at, 61.0, 1.0, 1), probe_side]
+        with migrated_engine.begin() as conn:
+            write_samples(conn, new)
+        with migrated_engine.begin() as conn:
+            write_samples(conn, new)  # a replay: stored once
+        roll_up_pending(migrated_engine)
+        roll_up_pending(migrated_engine)
+        after = _numbers(c.get("/metrics").text)
+    assert set(before) <= set(after)
+    assert all(after[k] >= v for k, v in before.items())
+    grown = {k for k in before if after[k] > before[k]}
+    assert f"connwatch_samples_total{labels({**BASE, 'outcome': 'ok'}.items())}" in grown
+    key = f"connwatch_samples_total{labels({**BASE, 'outcome': 'probe_error'}.items())}"
+    assert after[key] == before[key] + 1
+    err = f"connwatch_samples_total{labels({**BASE, 'outcome': 'error'}.items())}"
+    assert after[err] == before[err]  # a probe-side error is not the target's error
+    count = f"connwatch_logon_duration_seconds_count{labels(BASE.items())}"
+    assert after[count] == before[count] + 1
+
+
+def _numbers(body: str) -> dict[str, float]:
+    out = {}
+    for line in body.splitlines():
+        if line.startswith(("connwatch_samples_total", "connwatch_logon_duration")):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
 
 
 def test_label_values_are_escaped() -> None:
-    assert labels(target='x"y') == '{target="x\\"y"}'
+    assert labels([("target", 'x"y')]) == '{target="x\\"y"}'
 
 
-def test_histograms_match_the_stores_comparison_and_keep_probes_apart(
-    seeded_env: tuple[TestClient, Seeded],
-) -> None:
-    """/metrics builds its histograms from one rollup query; their content is what the
-    store's per-mode comparison of the same hour and probe kind holds."""
+PROMTOOL = shutil.which("promtool")
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="Debian's prometheus (promtool) is not installed")
+def test_promtool_finds_no_problem(seeded_env: tuple[TestClient, Seeded]) -> None:
+    """Debian's ``promtool check metrics`` (Prometheus 2.42) on the whole output: every
+    family of the registry that has data, agents, alerts. It prints each problem and
+    exits non-zero on any; connwatch's output must give neither."""
     client = seeded_env[0]
-    engine = client.app.state.engine  # type: ignore[attr-defined]
-    for _ in range(3):  # both reads within one clock minute (the windows are whole minutes)
-        minute = datetime.now(UTC).replace(second=0, microsecond=0)
+    with _engine(client).begin() as conn:
+        conn.execute(
+            text(
+                "insert into agents (name, site, version, hostname, pid, stats) values "
+                "('a1', 'dc1', '1', 'h', 1, cast(:st as jsonb))"
+            ),
+            {"st": '{"series": 3, "in_flight": 1, "lag_ms": {"p50": 1.5, "p95": 4, "p99": 9}, '
+                   '"runs": 7, "runs_failed": 1, "skipped": 0, "spool_samples": 0, '
+                   '"spool_bytes": 0, "spool_fill": 0.0, "written": 7, "dropped": 0, '
+                   '"cpu_percent": 3.5, "cpu_ms_per_run": 0.8}'},
+        )  # fmt: skip
+    try:
         body = client.get("/metrics").text
-        with engine.connect() as conn:
-            sales = load_target(conn, "sales")
-            assert sales is not None
-            end = datetime.now(UTC)
-            ref = compare(
-                conn, sales.id, end - timedelta(hours=1), end, phase="logon", probe="connping"
-            )
-        if end.replace(second=0, microsecond=0) == minute:
-            break
-    for m in ref.modes:
-        lbl = {"target": "sales", "mode": m.mode, "kind": m.kind}
-        count = _value(body, "connwatch_logon_duration_seconds_count", **lbl)
-        assert count == m.count  # connping only: dedicated's sessionping logons left out
-        for le in ("0.025", "0.05", "0.1"):
-            want = sum(c for v, c in m.histogram if v / 1000.0 <= float(le))
-            assert _value(body, "connwatch_logon_duration_seconds_bucket", **lbl, le=le) == want
-        total = _value(body, "connwatch_logon_duration_seconds_sum", **lbl)
-        assert m.mean_ms is not None and abs(total - m.mean_ms * m.count / 1000.0) < 1e-6
-    ded = next(m for m in ref.modes if m.mode == "dedicated")
-    assert 300 < ded.count < 400  # an hour of 10-s connping runs, not 3x that
+    finally:
+        with _engine(client).begin() as conn:
+            conn.execute(text("delete from agents where name = 'a1'"))
+    assert "connwatch_agent_lag_p95_seconds" in body and "connwatch_samples_total" in body
+    assert PROMTOOL is not None
+    res = subprocess.run(
+        [PROMTOOL, "check", "metrics"], input=body, capture_output=True, text=True, timeout=60
+    )
+    assert (res.returncode, res.stdout + res.stderr) == (0, "")
+    families = re.findall(r"^# TYPE (\S+) ", body, flags=re.M)
+    assert len(families) == len(set(families))  # each family declared once
