@@ -2,7 +2,8 @@
 # Installs the system packages the test suite needs (Debian). Idempotent and quiet when
 # everything is present, so `make test` can call it every time.
 set -euo pipefail
-pkgs=(pgbouncer postgresql chromium prometheus-alertmanager poppler-utils)
+# prometheus: its promtool checks /metrics and the server scrapes it (tests/web/test_metrics*.py)
+pkgs=(pgbouncer postgresql chromium prometheus-alertmanager poppler-utils prometheus)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
