@@ -106,7 +106,7 @@ class Explanation:
 
 
 def family_of(code: str) -> str:
-    """``connwatch``, ``PROBE``, ``ORA``, ``TNS``, ``DPY``, ``PG``, ``TLS``, ``NET`` or ``OTHER``."""
+    """``connwatch``, ``PROBE``, ``ORA``, ``TNS``, ``DPY``, ``PG``, ``TLS``, ``NET``, ``OTHER``."""
     if code in CONNWATCH:
         return "connwatch"
     m = _CODE.match(code)
