@@ -354,8 +354,7 @@ def _bucket_rows(
             int(n_ok[b]),
             int(n_err[b]),
             int(n_to[b]),
-            0,  # n_skipped
-            0,  # n_probe: synthetic history has no probe-side errors
+            *(0, 0),  # n_skipped, n_probe: synthetic history has neither
             Jsonb(ecls) if ecls else None,
             Jsonb(ecode) if ecode else None,
         ]
