@@ -227,7 +227,11 @@ def test_promtool_finds_no_problem(seeded_env: tuple[TestClient, Seeded]) -> Non
             {"st": '{"series": 3, "in_flight": 1, "lag_ms": {"p50": 1.5, "p95": 4, "p99": 9}, '
                    '"runs": 7, "runs_failed": 1, "skipped": 0, "spool_samples": 0, '
                    '"spool_bytes": 0, "spool_fill": 0.0, "written": 7, "dropped": 0, '
-                   '"cpu_percent": 3.5, "cpu_ms_per_run": 0.8}'},
+                   '"cpu_percent": 3.5, "cpu_ms_per_run": 0.8, "workers_configured": 2, '
+                   '"workers_alive": 2, "wal_pending": 0, "overload": {"active": true, '
+                   '"factor": 1.9, "share": 0.52, "demand_per_s": 40, "capacity_per_s": 21, '
+                   '"busy": 0.91, "skipped": 12}, "workers": [{"worker": 1, "series": 2, '
+                   '"overload": {"busy": 0.91, "share": 0.5}, "lag_p99_ms": 7}]}'},
         )  # fmt: skip
     try:
         body = client.get("/metrics").text
@@ -235,6 +239,7 @@ def test_promtool_finds_no_problem(seeded_env: tuple[TestClient, Seeded]) -> Non
         with _engine(client).begin() as conn:
             conn.execute(text("delete from agents where name = 'a1'"))
     assert "connwatch_agent_lag_p95_seconds" in body and "connwatch_samples_total" in body
+    assert 'connwatch_agent_worker_lag_p99_seconds{agent="a1",site="dc1",worker="1"} 0.007' in body
     assert PROMTOOL is not None
     res = subprocess.run(
         [PROMTOOL, "check", "metrics"], input=body, capture_output=True, text=True, timeout=60
