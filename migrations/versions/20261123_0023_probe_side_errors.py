@@ -1,7 +1,7 @@
 """Probe-side errors counted apart in the rollups: ``n_probe``.
 
 Revision ID: 0023
-Revises: 0018
+Revises: 0016
 Create Date: 2026-11-21
 
 A probe-side error (``status = 'error'``, ``error_class = 'PROBE'``: the measurement
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "0023"
-down_revision: str | None = "0018"
+down_revision: str | None = "0016"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
