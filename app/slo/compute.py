@@ -31,10 +31,10 @@ from app.samples import ErrorClass
 from app.slo.definitions import SloSpec
 from app.store.layout import ORIGIN_SQL, check_phase, no_jit
 
-# Failures caused by the monitor itself, not the database: never against availability.
-NOT_THE_DATABASE: tuple[str, ...] = tuple(
-    c.value for c in ErrorClass if c.name in ("PROBE", "CLIENT_DEFECT", "MONITOR")
-)
+# Failures caused by the monitor itself, not the database: the probe-side error class
+# (app.samples.ErrorClass.PROBE, codes PROBE-<what>). Never against availability, an
+# SLO or an alert rule (app.alerts.engine.data and .backtest exclude these classes too).
+NOT_THE_DATABASE: tuple[str, ...] = (ErrorClass.PROBE.value,)
 RAW_UP_TO = timedelta(minutes=30)
 MINUTES_UP_TO = timedelta(days=2)
 # The SRE workbook's multi-window, multi-burn-rate alerts (for a 30-day SLO).

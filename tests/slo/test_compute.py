@@ -58,6 +58,7 @@ def test_probe_side_and_skipped_runs_do_not_count(migrated_engine: Engine) -> No
             ok(sid, t0, 50.0),
             skipped,
             failed(sid, t0 + timedelta(seconds=2), "TIMEOUT", ErrorClass.TIMEOUT),
+            failed(sid, t0 + timedelta(seconds=3), "PROBE-IndexError", ErrorClass.PROBE),
         ],
     )
     with migrated_engine.connect() as conn:
