@@ -126,3 +126,32 @@ def test_the_weeks_firings_maintenance_and_annotations(migrated_engine: Engine) 
     assert kinds["firing"].link.startswith("/target/weekly?from=")
     assert kinds["maintenance"].ends_at - kinds["maintenance"].at == timedelta(hours=2)  # type: ignore[operator]
     assert "Also this week: 1 alert firing, 1 maintenance window, 1 annotation." in rep.summary
+
+
+def test_probe_side_errors_are_neither_failures_nor_listed(migrated_engine: Engine) -> None:
+    """The weekly report judges the database: connwatch's own trouble (class PROBE) is out
+    of its runs, its availability and its error table; the target's failures are in."""
+    from app.samples import SampleStatus
+    from tests.web.weekly_data import _failed
+
+    now = datetime.now(UTC)
+    start = max(current_week(now).start, now - timedelta(hours=3))
+    _seed(migrated_engine, start, 30)
+    with migrated_engine.begin() as conn:
+        sid = {m.name: m.series[0].id for m in load_target(conn, "sales-prod").modes}  # type: ignore[union-attr]
+        write_samples(
+            conn,
+            [_failed(sid["dedicated"], start + timedelta(minutes=i, seconds=30),
+                     SampleStatus.ERROR, "PROBE-IndexError") for i in range(10)]
+            + [_failed(sid["pooled"], start + timedelta(minutes=i, seconds=30),
+                       SampleStatus.ERROR, "TNS-12520") for i in range(10)],
+        )  # fmt: skip
+    roll_up_pending(migrated_engine)
+    with migrated_engine.connect() as conn:
+        rep = build_report(conn, now=now)
+    row = {r.mode: r for r in rep.rows if r.target == "sales-prod"}
+    assert (row["dedicated"].samples, row["dedicated"].failed) == (30, 0)
+    assert row["dedicated"].availability_pct == 100.0
+    assert (row["pooled"].samples, row["pooled"].failed) == (40, 10)
+    assert row["pooled"].availability_pct == 75.0
+    assert [e.code for e in rep.errors] == ["TNS-12520"]
