@@ -11,7 +11,12 @@ from sqlalchemy.engine import Connection, Engine
 
 from app.credentials import Vault
 from app.models import modes, series, targets
-from app.targets.schema import TargetsFileError, load_targets_file, parse_targets
+from app.targets.schema import (
+    TargetsFileError,
+    credentials_in,
+    load_targets_file,
+    parse_targets,
+)
 from app.targets.sync import dump_yaml, export_targets, import_targets
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -277,3 +282,29 @@ def test_reimport_of_unchanged_targets_changes_nothing(engine: Engine, vault: Va
     moved = {k for k in after if after[k] != before[k]}
     key = f"s:{first_target.name}/{first_target.modes[0].name}/{probe.probe}/{probe.site}"
     assert moved == {key}
+
+
+@pytest.mark.parametrize(
+    ("dsn", "found"),
+    [
+        ("scott/tiger@db:1521/S", True),
+        ("postgresql://app:pw@db/app", True),
+        ("db:1521/SALES", False),
+        ("tcps://db:2484/S?wallet_location=/w", False),
+        ("host=db port=5432 dbname=app", False),
+        ("x" * 60_000, False),  # the regular expressions took 50 s on this
+        ("a/" * 30_000 + "@h", True),
+    ],
+)
+def test_credentials_in_a_dsn_are_found_in_linear_time(dsn: str, found: bool) -> None:
+    assert credentials_in(dsn) is found
+
+
+def test_long_and_huge_values_are_refused_by_name() -> None:
+    base = (
+        "targets:\n  - {name: t, kind: oracle, dsn: DSN, username: u, modes: [{name: dedicated}]}\n"
+    )
+    with pytest.raises(TargetsFileError, match=r"dsn: String should have at most 4096 characters"):
+        parse_targets(base.replace("DSN", "x" * 5000), "f")
+    with pytest.raises(TargetsFileError, match=r"port '9{4000}' in .* must be a number from 1"):
+        parse_targets(base.replace("DSN", "h:" + "9" * 4000 + "/s"), "f")

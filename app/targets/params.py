@@ -294,7 +294,7 @@ def easy_connect_error(connect: str, *, server_type_allowed: bool = True) -> str
     if m is None or not m.group("host"):
         return f"{text!r} is not host[:port][/service] (Easy Connect) nor a tnsnames alias"
     port = m.group("port")
-    if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
+    if port is not None and not (port.isdigit() and len(port) <= 5 and 0 < int(port) < 65536):
         return f"port {port!r} in {text!r} must be a number from 1 to 65535"
     stype = m.group("stype")
     if stype is not None:
