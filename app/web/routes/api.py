@@ -19,7 +19,6 @@ from app.samples import logon_phase_key
 from app.store import probe_requests
 from app.store.read.agents import AgentStatus, agent_status
 from app.web.deps import ConnDep, EngineDep
-from app.web.palette import mode_style
 from app.web.params import (
     MeasureDep,
     PathScope,
@@ -78,7 +77,7 @@ def target_out(t: TargetInfo) -> TargetOut:
                 kind=m.kind,
                 transport=m.transport,
                 enabled=m.enabled,
-                color=mode_style(m.kind)["color"],
+                color=m.style["color"],
                 series=[SeriesOut.model_validate(s, from_attributes=True) for s in m.series],
             )
             for m in t.modes

@@ -17,7 +17,6 @@ from fastapi.responses import HTMLResponse, Response
 from app.alerts.annotations import events
 from app.store.read.agents import overloaded_series
 from app.web.deps import ConnDep, TemplatesDep
-from app.web.palette import mode_style
 from app.web.params import (
     PROBES,
     Probe,
@@ -118,7 +117,7 @@ def target_page(
             "tr": window,
             "base": _base_params(request),
             "chosen": chosen,
-            "styles": {m.name: mode_style(m.kind) for m in target.modes},
+            "styles": {m.name: m.style for m in target.modes},
             "api": api,
             "extra": urlencode(extra),
             "phases": ("logon", "ping", "query", "logoff"),

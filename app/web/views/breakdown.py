@@ -21,7 +21,6 @@ from sqlalchemy.engine import Connection
 
 from app.store.layout import check_phase
 from app.store.read.timeseries import summary
-from app.web.palette import mode_style
 from app.web.schemas import BreakdownMode
 from app.web.views.lookups import ModeInfo
 
@@ -88,7 +87,7 @@ def _assemble(
         out.append(
             BreakdownMode(
                 name=m.name,
-                color=mode_style(m.kind)["color"],
+                color=m.style["color"],
                 groups=[g for g, _, _, _ in items],
                 n=[n for _, n, _, _ in items],
                 p50=[p for _, _, p, _ in items],

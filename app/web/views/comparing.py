@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 
 from app.store.read.compare import ModeStats, compare
 from app.store.read.timeseries import timeseries
-from app.web.palette import mode_style
+from app.web.palette import ModeStyle, mode_style
 from app.web.views.lookups import TargetInfo
 
 MODE_WORDS = {
@@ -155,6 +155,11 @@ def sentence(phase: str, m: ModeStats, baseline_kind: str, confidence: float) ->
     )
 
 
+def _style(target: TargetInfo, mode: str, kind: str) -> ModeStyle:
+    info = target.mode(mode)
+    return info.style if info is not None else mode_style(kind)
+
+
 def compare_view(
     conn: Connection,
     target: TargetInfo,
@@ -187,7 +192,7 @@ def compare_view(
             CompareMode(
                 name=m.mode,
                 kind=m.kind,
-                **mode_style(m.kind),
+                **_style(target, m.mode, m.kind),
                 n=m.n,
                 n_failed=m.n_error + m.n_timeout,
                 timed=m.count,
@@ -249,7 +254,7 @@ def daily_view(
         out.append(
             DailyMode(
                 name=m.name,
-                **mode_style(m.kind),
+                **m.style,
                 days=[b.date().isoformat() for b, _ in items],
                 p50=[v for _, (_, v) in items],
             )

@@ -15,6 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
 from app.models import modes, series, targets
+from app.web.palette import ModeStyle, mode_style, target_styles
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,13 @@ class ModeInfo:
     enabled: bool
     params: dict[str, Any]
     series: list[SeriesInfo] = field(default_factory=list)
+    # its colour, dash and marker on every page: set by load_targets from the whole
+    # target (app/web/palette.py), so no two modes of a target share a colour
+    style: ModeStyle = field(default_factory=lambda: ModeStyle(color="", dash="", symbol=""))
+
+    def __post_init__(self) -> None:
+        if not self.style["color"]:
+            self.style = mode_style(self.kind, self.transport)
 
     def series_for(self, probe: str | None) -> list[SeriesInfo]:
         return [s for s in self.series if s.probe == probe]
@@ -100,6 +108,10 @@ def load_targets(conn: Connection, name: str | None = None) -> list[TargetInfo]:
         info = ModeInfo(m.id, m.name, m.kind, m.transport, m.enabled, dict(m.params or {}))
         mode_by_id[m.id] = info
         out[m.target_id].modes.append(info)
+    for t in out.values():
+        styles = target_styles(t.modes)
+        for info in t.modes:
+            info.style = styles[info.name]
     if mode_by_id:
         sq = select(series).where(series.c.mode_id.in_(list(mode_by_id))).order_by(series.c.id)
         for s in conn.execute(sq):

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from app.explain import explain
-from app.web.palette import ModeStyle, mode_style
+from app.web.palette import ModeStyle
 from app.web.views.lookups import ModeInfo, TargetInfo
 
 STATE_ORDER = {
@@ -166,7 +166,7 @@ def build_rows(
             state, reason = classify(m, t, s, now)
             rows.append(
                 OverviewRow(
-                    t.name, t.kind, m.name, m.kind, mode_style(m.kind), state, reason, s,
+                    t.name, t.kind, m.name, m.kind, m.style, state, reason, s,
                     probe_interval_ms(m), overview_probe(m),
                 )
             )  # fmt: skip

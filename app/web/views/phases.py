@@ -14,7 +14,6 @@ from sqlalchemy.engine import Connection
 
 from app.samples import logon_phase_key
 from app.store.read.phases import MAX_SPAN, PhasePoint, logon_phases
-from app.web.palette import mode_style
 from app.web.timerange import TimeRange
 from app.web.views.lookups import TargetInfo
 from app.web.views.readers import probe_ids
@@ -70,7 +69,7 @@ def target_logon_phases(
             for k in names:
                 cols[k].append(got.get(k))
         used = {k: v for k, v in cols.items() if any(x is not None for x in v)}
-        out.append(PhaseMode(name=m.name, color=mode_style(m.kind)["color"], t=t, n=n, phases=used))
+        out.append(PhaseMode(name=m.name, color=m.style["color"], t=t, n=n, phases=used))
     return LogonPhasesOut(
         target=target.name,
         probe=probe,

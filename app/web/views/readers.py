@@ -20,7 +20,6 @@ from app.store.read.availability import code_class, failure_codes
 from app.store.read.recent import activity, minute_points
 from app.store.read.samples import read_samples
 from app.store.read.timeseries import Point, summary, timeseries
-from app.web.palette import mode_style
 from app.web.schemas import ErrorMark, ModeTimeseries, TimeseriesOut
 from app.web.timerange import TimeRange
 from app.web.views.lookups import ModeInfo, TargetInfo
@@ -224,7 +223,7 @@ def target_timeseries(
             ModeTimeseries(
                 name=m.name,
                 kind=m.kind,
-                **mode_style(m.kind),
+                **m.style,
                 t=[p.bucket for p in pts],
                 p5=[p.p5_ms for p in pts],
                 p50=[p.p50_ms for p in pts],

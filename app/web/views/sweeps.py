@@ -15,7 +15,6 @@ from pydantic import BaseModel
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from app.web.palette import mode_style
 from app.web.views.lookups import TargetInfo
 
 
@@ -73,7 +72,7 @@ def latest_sweeps(
         out.append(
             SweepMode(
                 name=m.name,
-                **mode_style(m.kind),
+                **m.style,
                 at=run.scheduled_at if run else None,
                 levels=[int(lv.get("level", 0)) for lv in levels],
                 p50=[_ms(lv.get("logon_ns"), "p50") for lv in levels],
