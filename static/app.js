@@ -222,6 +222,7 @@ CW.drawChart = async (el, zoomed = false) => {
   if (fig.empty) {
     if (window.Plotly) Plotly.purge(el);
     el.innerHTML = "";
+    delete el.dataset.zoomBound; /* purge dropped the listener: bind it again when drawn */
   } else if (window.Plotly) {
     /* a figure with its own height (small multiples) keeps it when the window is resized:
        Plotly's responsive resize otherwise fits it to the element's CSS height */
@@ -229,7 +230,8 @@ CW.drawChart = async (el, zoomed = false) => {
     await Plotly.react(el, fig.traces, fig.layout, CW.config);
   }
   el.removeAttribute("aria-busy");
-  if (el.hasAttribute("data-zoomable") && !el.dataset.zoomBound) {
+  /* an empty chart was never a Plotly figure: it has no events to listen to */
+  if (el.hasAttribute("data-zoomable") && !el.dataset.zoomBound && typeof el.on === "function") {
     el.dataset.zoomBound = "1";
     el.on("plotly_relayout", (ev) => {
       const a = ev["xaxis.range[0]"], b = ev["xaxis.range[1]"];
@@ -242,42 +244,121 @@ CW.drawChart = async (el, zoomed = false) => {
 };
 
 /* Annotations, alert firings/resolutions and maintenance windows on a time chart
-   (data-events = the target's /events API): a dashed line per event with its text on
-   hover, a shaded span per maintenance window. A failed fetch only leaves them out. */
+   (data-events = the target's /events API): a dashed line per event, a shaded span per
+   maintenance window (and per annotation with an end). A failed fetch only leaves them out. */
 CW.addEvents = async (el, fig, data) => {
   const url = new URL(el.dataset.events, location.origin);
   CW.windowParams().forEach((v, k) => url.searchParams.set(k, v));
   let ev;
-  try { ev = await CW.getJSON(url); } catch (err) { return; }
+  try { ev = await CW.getJSON(url); } catch (err) { ev = {}; }
   const layout = fig.layout;
   layout.shapes = [...(layout.shapes || [])];
   layout.annotations = [...(layout.annotations || [])];
   const lo = Date.parse(data.window_start || data.start), hi = Date.parse(data.window_end || data.end);
-  const colour = { annotation: "#555555", firing: "#b00020", resolved: "#009E73" };
+  const at = (ms) => CW.local(new Date(ms).toISOString());
   for (const w of ev.maintenance || []) {
     const a = Math.max(Date.parse(w.start), lo), b = Math.min(Date.parse(w.end), hi);
     if (b <= a) continue;
     layout.shapes.push({ type: "rect", xref: "x", yref: "paper", y0: 0, y1: 1, layer: "below",
-      x0: CW.local(new Date(a).toISOString()), x1: CW.local(new Date(b).toISOString()),
-      fillcolor: "rgba(86,180,233,0.15)", line: { width: 0 }, name: "maintenance" });
-    layout.annotations.push({ xref: "x", yref: "paper", x: CW.local(new Date(a).toISOString()),
+      x0: at(a), x1: at(b), fillcolor: "rgba(86,180,233,0.15)", line: { width: 0 }, name: "maintenance" });
+    layout.annotations.push({ xref: "x", yref: "paper", x: at(a),
       y: 0, xanchor: "left", yanchor: "bottom", showarrow: false, text: `maintenance: ${w.name}`,
       font: { size: 10, color: "#0b5e8a" }, name: "maintenance" });
   }
-  const events = (ev.events || []).filter((e) => { const t = Date.parse(e.at); return t >= lo && t <= hi; });
-  events.slice(-40).forEach((e, i) => {
-    const x = CW.local(e.at);
-    layout.shapes.push({ type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1,
-      line: { color: colour[e.kind] || "#555555", width: 1, dash: e.kind === "annotation" ? "dot" : "dash" },
-      name: `event-${e.kind}` });
-    const label = e.kind === "annotation" ? `✎ ${e.text}` : `${e.kind === "firing" ? "▲" : "▼"} ${e.rule}`;
-    layout.annotations.push({ xref: "x", yref: "paper", x, y: 1, yanchor: "bottom", xanchor: "left",
-      showarrow: false, textangle: 0, font: { size: 10, color: colour[e.kind] || "#555555" },
-      text: label.length > 40 ? `${label.slice(0, 39)}…` : label,
-      hovertext: `${CW.utc(e.at)} ${e.kind}: ${e.text}${e.author ? ` (${e.author})` : ""}`,
-      name: `event-${e.kind}`, yshift: (i % 3) * 11 });
-  });
+  const events = (ev.events || []).filter((e) => {
+    const t = Date.parse(e.at), u = e.ends_at ? Date.parse(e.ends_at) : t;
+    return u >= lo && t <= hi;
+  }).slice(-60);
+  for (const e of events) {
+    if (!e.ends_at) continue;
+    const a = Math.max(Date.parse(e.at), lo), b = Math.min(Date.parse(e.ends_at), hi);
+    if (b > a) layout.shapes.push({ type: "rect", xref: "x", yref: "paper", y0: 0, y1: 1,
+      layer: "below", x0: at(a), x1: at(b), fillcolor: "rgba(85,85,85,0.08)", line: { width: 0 },
+      name: "event-span" });
+  }
+  CW.placeEvents(el, layout, events.map((e) => ({
+    ms: Math.max(Date.parse(e.at), lo), kind: e.kind,
+    label: e.kind === "annotation" ? e.text : e.rule || e.text,
+    hover: `${CW.utc(e.at)} ${e.kind}: ${e.text}${e.author ? ` (${e.author})` : ""}`,
+  })), lo, hi);
   el.dataset.eventsDrawn = String(events.length + (ev.maintenance || []).length);
+};
+
+/* Event marks that stay legible however many there are: on each event's line, a glyph at
+   the plot's top edge (▲ firing, ▼ resolved, ◆ annotation; marks that would touch merge
+   into one with their count) with the whole text on hover;
+   its label (cut to 28 characters, or 12, hover for the rest) goes in the first of
+   CW.eventRows rows above the plot where it overlaps nothing already there (other labels,
+   the chart's own notes and panel titles); where no row has room the glyph alone is left. */
+CW.eventRows = 3;
+CW.eventRowPx = 17; /* a row: a 12 px panel title or a 10 px label with its box */
+CW.textPx = (s, size) => String(s).replace(/<[^>]*>/g, "").length * size * 0.62;
+CW.placeEvents = (el, layout, items, lo, hi) => {
+  const colour = { annotation: "#555555", firing: "#b00020", resolved: "#007a5a" };
+  const glyph = { annotation: "◆", firing: "▲", resolved: "▼" };
+  const at = (ms) => CW.local(new Date(ms).toISOString());
+  const m = layout.margin || { l: 60, r: 20, t: 30 };
+  const plotW = Math.max(100, (el.clientWidth || 800) - m.l - m.r);
+  const px = (ms) => ((ms - lo) / Math.max(1, hi - lo)) * plotW;
+  const rows = Array.from({ length: CW.eventRows }, () => []);
+  const free = (r, a, b) => rows[r].every(([c, d]) => b + 6 <= c || a >= d + 6);
+  /* what already sits on the plot's top edge (panel titles, the chart's own notes) goes
+     first: a panel title in the first row, a note in the first row with room, cut to the
+     plot's width (hover for the rest) */
+  let used = 0;
+  const top = layout.annotations.filter((a) => a.y === 1 && a.yanchor === "bottom"
+    && (a.yref === "paper" || a.yref === "y domain"));
+  top.sort((a, b) => (String(b.name).startsWith("panel-") ? 1 : 0) - (String(a.name).startsWith("panel-") ? 1 : 0));
+  for (const a of top) {
+    const size = (a.font && a.font.size) || 12;
+    const plain = String(a.text).replace(/<[^>]*>/g, "");
+    if (!String(a.name).startsWith("panel-") && CW.textPx(plain, size) > plotW - 8) {
+      a.hovertext = a.hovertext || plain;
+      a.text = `${plain.slice(0, Math.max(8, Math.floor((plotW - 8) / (size * 0.62)) - 1))}…`;
+    }
+    const x = a.xref === "paper" ? a.x * plotW : px(Date.parse(String(a.x).replace(" ", "T")));
+    const w = CW.textPx(a.text, size);
+    const x0 = a.xanchor === "right" ? x - w : a.xanchor === "center" ? x - w / 2 : x;
+    let r = String(a.name).startsWith("panel-") ? 0 : rows.findIndex((_, k) => free(k, x0, x0 + w));
+    if (r < 0) r = 0;
+    rows[r].push([x0, x0 + w]);
+    a.yshift = (a.yshift || 0) + CW.eventRowPx * r;
+    used = Math.max(used, r + 1);
+  }
+  let last = null;
+  items.sort((a, b) => a.ms - b.ms).forEach((it) => {
+    const x = at(it.ms), c = colour[it.kind] || "#555555", p = px(it.ms);
+    layout.shapes.push({ type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1,
+      line: { color: c, width: 1, dash: it.kind === "annotation" ? "dot" : "dash" },
+      name: `event-${it.kind}` });
+    /* marks that would touch are one mark: "◆3", the three texts on hover */
+    if (last && p - last.p < CW.textPx(last.a.text, 11) + 10) {
+      last.n += 1;
+      last.a.text = `${glyph[last.kind] || "•"}${last.n}`;
+      last.a.hovertext += `<br>${it.hover}`;
+    } else {
+      const a = { xref: "x", yref: "paper", x, y: 1, xanchor: "center", yanchor: "top",
+        showarrow: false, text: glyph[it.kind] || "•", font: { size: 11, color: c },
+        hovertext: it.hover, name: `event-${it.kind}` };
+      layout.annotations.push(a);
+      last = { a, p, n: 1, kind: it.kind };
+    }
+    for (const max of [28, 12]) {
+      const text = it.label.length > max ? `${it.label.slice(0, max - 1)}…` : it.label;
+      const w = CW.textPx(text, 10);
+      const right = p + w > plotW + m.r;
+      const [a, b] = right ? [p - w, p] : [p, p + w];
+      const r = rows.findIndex((_, k) => free(k, a, b));
+      if (r < 0) continue;
+      rows[r].push([a, b]);
+      used = Math.max(used, r + 1);
+      layout.annotations.push({ xref: "x", yref: "paper", x, y: 1, yanchor: "bottom",
+        xanchor: right ? "right" : "left", yshift: CW.eventRowPx * r, showarrow: false,
+        font: { size: 10, color: c }, text, hovertext: it.hover, name: `event-label-${it.kind}` });
+      break;
+    }
+  });
+  if (used) layout.margin = Object.assign({}, m, { t: Math.max(m.t || 30, 18 + CW.eventRowPx * used) });
 };
 
 CW.drawAll = (windowedOnly = false, zoomed = false) => {

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from app.alerts.annotations import AnnotationSpec, add_annotation
 from app.samples import LOGON_PHASE_ORDER, Sample, SampleStatus
 from app.store.write.ingest import write_samples
 from app.targets.schema import parse_targets
@@ -225,4 +226,95 @@ def test_logon_round_trips_are_stacked_in_wire_order(
     total = sum(col[-2] for col in data["modes"][0]["phases"].values())
     assert 55 < total < 66
     shot(page, "charts-phases-desktop")
+    assert page.console_errors == []
+
+
+@pytest.fixture(scope="module")
+def busy(live_server: LiveServer, live_data: Seeded) -> int:
+    """A target with three modes and eight annotations a minute apart (a deploy pipeline
+    that writes one per step): returns how many events its last hour has."""
+    with live_server.engine.begin() as conn:
+        import_targets(
+            conn,
+            parse_targets(
+                "targets:\n  - {name: busy, kind: oracle, dsn: 'b:1521/B', username: u, "
+                "modes: [{name: dedicated}, {name: shared}, {name: pooled}]}\n",
+                "t",
+            ),
+            live_server.vault,
+        )
+        ids = [s.id for t in load_targets(conn, "busy") for m in t.modes for s in m.series]
+        now = datetime.now(UTC).replace(microsecond=0)
+        write_samples(
+            conn,
+            [
+                Sample(
+                    series_id=sid,
+                    scheduled_at=now - timedelta(seconds=20 * i),
+                    started_at=now - timedelta(seconds=20 * i),
+                    status=SampleStatus.OK,
+                    total_ns=50_000_000,
+                    logon_ns=(40 + i % 7) * 1_000_000,
+                )
+                for sid in ids
+                for i in range(150)
+            ],
+        )
+        for k in range(8):
+            add_annotation(
+                conn,
+                AnnotationSpec(
+                    text=f"deploy step {k}: DRCP pool resized from 40 to 80 servers",
+                    target="busy",
+                    at=now - timedelta(minutes=20 - k),
+                ),
+                author="pipeline",
+                source="api",
+                now=now,
+            )
+    return 8
+
+
+@pytest.mark.parametrize("size", [None, PHONE], ids=["desktop", "phone"])
+def test_event_labels_never_overlap(
+    live_server: LiveServer, busy: int, page: Any, size: dict[str, int] | None
+) -> None:
+    if size:
+        page.set_viewport_size(size)
+    page.goto(live_server.url + "/target/busy?range=1h")
+    ready(page, "#chart-logon")
+    page.wait_for_function(
+        "() => document.querySelector('#chart-logon').dataset.eventsDrawn === '8'", timeout=20000
+    )
+    got = page.eval_on_selector(
+        "#chart-logon",
+        """el => {
+          const box = el.getBoundingClientRect();
+          const texts = [...el.querySelectorAll('g.annotation')]
+            .map(g => [g.querySelector('text.annotation-text'), g.getBoundingClientRect()])
+            .filter(([t, r]) => t && t.textContent.trim() && r.width > 0);
+          return {
+            rects: texts.map(([t, r]) => [t.textContent, r.left, r.top, r.right, r.bottom]),
+            top: box.top,
+            glyphs: el.layout.annotations.filter(a => a.name === 'event-annotation')
+              .map(a => a.hovertext).join('<br>').split('<br>'),
+            labels: el.layout.annotations.filter(a => a.name === 'event-label-annotation').length,
+          };
+        }""",
+    )
+    # every event is marked (marks too close to tell apart are one), its whole text on hover
+    assert len(got["glyphs"]) == busy
+    assert all("DRCP pool resized from 40 to 80 servers" in h for h in got["glyphs"])
+    assert got["labels"] >= 2  # some have room for their text
+    rects = got["rects"]
+    for i, a in enumerate(rects):
+        assert a[2] >= got["top"] - 1, a  # inside the chart, not cut off above it
+        for b in rects[i + 1 :]:
+            apart = a[3] <= b[1] + 1 or b[3] <= a[1] + 1 or a[4] <= b[2] + 1 or b[4] <= a[2] + 1
+            assert apart, (a, b)
+    # the round-trips chart has nothing to stack (no phases in these samples): it says so,
+    # it does not fail binding the zoom of a figure never drawn
+    page.wait_for_selector("[data-chart=phases][data-state]:not([aria-busy])", timeout=20000)
+    assert page.eval_on_selector("[data-chart=phases]", "el => el.dataset.state") == "empty"
+    shot(page, f"charts-events-{'phone' if size else 'desktop'}")
     assert page.console_errors == []
