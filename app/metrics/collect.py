@@ -17,7 +17,13 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from app.metrics.registry import AGENT_FAMILIES, WORKER_FAMILIES, Exposition
+from app.metrics.registry import (
+    AGENT_FAMILIES,
+    WORKER_FAMILIES,
+    Exposition,
+    ns_to_seconds,
+    to_base,
+)
 from app.store.read.agents import AgentStatus
 from app.store.read.totals import bound_label, export_bounds_ns, totals
 
@@ -80,7 +86,12 @@ def series_figures(out: Exposition, conn: Connection, series: Sequence[SeriesRef
             pt = t.phases[phase]
             if pt.count:
                 out.histogram(
-                    family, s.label_values, _BOUNDS, pt.cumulative, pt.count, pt.sum_ns / 1e9
+                    family,
+                    s.label_values,
+                    _BOUNDS,
+                    pt.cumulative,
+                    pt.count,
+                    ns_to_seconds(pt.sum_ns),
                 )
 
 
@@ -104,7 +115,7 @@ def mode_figures(out: Exposition, modes: Sequence[ModeView]) -> None:
             ("connwatch_ping_p95_seconds", m.ping_p95_ms),
         ):
             if ms is not None:
-                out.add(family, key, ms / 1000.0)
+                out.add(family, key, to_base(ms, 1000))
 
 
 def _stat(st: AgentStatus | dict[str, Any], path: str) -> float | None:
@@ -125,7 +136,7 @@ def agent_figures(out: Exposition, statuses: Sequence[AgentStatus]) -> None:
         for st in statuses:
             v = _stat(st, path)
             if v is not None:
-                out.add(f"connwatch_agent_{name}", (st.name, st.site), v / divisor)
+                out.add(f"connwatch_agent_{name}", (st.name, st.site), to_base(v, divisor))
     for name, _, _, path, divisor in WORKER_FAMILIES:  # alive agents' worker processes
         for st in statuses:
             if not st.alive:
@@ -133,4 +144,8 @@ def agent_figures(out: Exposition, statuses: Sequence[AgentStatus]) -> None:
             for w in st.stats.get("workers") or []:
                 if isinstance(w, dict) and (v := _stat(w, path)) is not None:
                     worker = str(w.get("worker", 0))
-                    out.add(f"connwatch_agent_{name}", (st.name, st.site, worker), v / divisor)
+                    out.add(
+                        f"connwatch_agent_{name}",
+                        (st.name, st.site, worker),
+                        to_base(v, divisor),
+                    )

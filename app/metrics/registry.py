@@ -12,10 +12,12 @@ in a collector, and document it in docs/web.md ("/metrics").
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
-from app.store.read.agents import label_value, number
+from app.store.read.agents import label_value
 
 TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
 SERIES_LABELS = ("target", "mode", "probe", "site")  # one probe series
@@ -173,6 +175,40 @@ FAMILIES += tuple(
     for name, kind, help_text, _, _ in WORKER_FAMILIES
 )
 BY_NAME: dict[str, Family] = {f.name: f for f in FAMILIES}
+SIGNIFICANT = 12  # digits a non-integer sample value is printed with, at most
+TIMESTAMP_FROM = 1e9  # values this large are Unix times: printed to the millisecond
+
+
+def to_base(value: float, divisor: int) -> float:
+    """``value`` (e.g. milliseconds) in base units (seconds: ``divisor`` 1000), shifted in
+    decimal: 1.531247 ms is 0.001531247 s, not ``1.531247 / 1000.0`` =
+    0.0015312470000000001 (binary division adds digits the measurement never had)."""
+    if divisor == 1 or not math.isfinite(value):
+        return float(value)
+    return float(Decimal(repr(float(value))) / Decimal(divisor))
+
+
+def ns_to_seconds(ns: float) -> float:
+    """Nanoseconds (rounded to whole ones) in seconds: the double nearest the exact decimal
+    ``ns`` / 1e9 (one correctly rounded division of two exact numbers)."""
+    return round(ns) / 1e9
+
+
+def number(v: float) -> str:
+    """A sample value as text: integers in full (counters stay exact); Unix times to the
+    millisecond; anything else with at most :data:`SIGNIFICANT` significant digits, the
+    shortest text that reads back as that value (no binary float noise such as
+    0.0015312470000000001)."""
+    v = float(v)
+    if v != v:
+        return "NaN"
+    if v in (float("inf"), float("-inf")):
+        return "+Inf" if v > 0 else "-Inf"
+    if v.is_integer() and abs(v) < 2**53:
+        return str(int(v))
+    if abs(v) >= TIMESTAMP_FROM:
+        return f"{v:.3f}".rstrip("0").rstrip(".")
+    return repr(float(f"{v:.{SIGNIFICANT}g}"))
 
 
 def labels(pairs: Iterable[tuple[str, str]]) -> str:

@@ -63,6 +63,23 @@ def test_mode_figures_never_call_a_probe_error_down() -> None:
     assert 'connwatch_logon_p50_seconds{target="t",mode="dedicated"} 0.061' in body
 
 
+def test_milliseconds_become_seconds_without_float_noise() -> None:
+    out = Exposition()
+    mode_figures(
+        out,
+        [
+            ModeView(
+                "t", "dedicated", "dedicated", "oracle", "connping", "ok",
+                logon_p50_ms=1.531247, logon_p95_ms=0.1 + 0.2, ping_p50_ms=2 / 3,
+            )
+        ],
+    )  # fmt: skip
+    body = out.text()
+    assert 'connwatch_logon_p50_seconds{target="t",mode="dedicated"} 0.001531247\n' in body
+    assert 'connwatch_logon_p95_seconds{target="t",mode="dedicated"} 0.0003\n' in body
+    assert 'connwatch_ping_p50_seconds{target="t",mode="dedicated"} 0.000666666666667\n' in body
+
+
 def test_bounds_are_store_edges_printed_never_below_them() -> None:
     bounds = export_bounds_ns()
     assert len(bounds) == 60 and 0.10e6 < bounds[0] < 0.11e6 and 100e9 < bounds[-1] < 110e9

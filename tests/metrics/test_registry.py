@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from app.metrics.registry import FAMILIES, Exposition, Family
+from app.metrics.registry import FAMILIES, Exposition, Family, ns_to_seconds, number, to_base
 
 UNITS_ABBREVIATED = re.compile(r"_(ms|us|ns|sec|secs|min|mins|hrs|kb|mb|gb|pct)(_|$)")
 
@@ -60,3 +60,19 @@ def test_text_has_help_and_type_once_per_family_in_declared_order() -> None:
         'connwatch_up{target="a",mode="m"} 0',
     ]
     assert Exposition().text() == ""
+
+
+def test_values_are_printed_without_float_noise() -> None:
+    """1.531247 ms is 0.001531247 s (binary ``/ 1000.0`` gives 0.0015312470000000001);
+    integers stay exact, Unix times keep their milliseconds, the rest has at most 12
+    significant digits."""
+    assert number(to_base(1.531247, 1000)) == "0.001531247"
+    assert number(1.531247 / 1000.0) == "0.001531247"
+    assert number(to_base(3.3, 100)) == "0.033"
+    assert number(ns_to_seconds(1_531_247)) == "0.001531247"
+    assert number(ns_to_seconds(123_456_789_012_345)) == "123456.789012"
+    assert number(0.1 + 0.2) == "0.3" and number(2 / 3) == "0.666666666667"
+    assert number(123_456_789_012_345) == "123456789012345"  # a counter, in full
+    assert number(1_763_900_000.123456) == "1763900000.123"
+    assert number(1_763_900_000.0) == "1763900000"
+    assert (number(float("nan")), number(float("inf"))) == ("NaN", "+Inf")

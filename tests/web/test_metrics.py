@@ -4,6 +4,7 @@ the overview's state per mode, and a text Debian's promtool accepts without a pr
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shutil
@@ -203,6 +204,51 @@ def _numbers(body: str) -> dict[str, float]:
             name, value = line.rsplit(" ", 1)
             out[name] = float(value)
     return out
+
+
+def _significant(value: str) -> int:
+    """Significant digits of a non-integer sample value's text (0.001531247: 7)."""
+    mantissa = value.lower().split("e")[0].lstrip("-").replace(".", "")
+    return len(mantissa.strip("0"))
+
+
+def test_no_value_carries_float_noise(client: TestClient) -> None:
+    """Every sample on /metrics, of every family (series histograms and counters, mode
+    gauges, agents and their workers, alerts): at most 12 significant digits; Unix times
+    to the millisecond. An agent reports figures binary division would blur."""
+    stats = {
+        "series": 3, "lag_ms": {"p50": 1.531247, "p95": 0.1 + 0.2, "p99": 2 / 3},
+        "cpu_percent": 3.3, "cpu_ms_per_run": 1.531247, "spool_fill": 1 / 3,
+        "overload": {"active": False, "factor": 2 / 3, "share": 1.0, "busy": 0.1 + 0.7},
+        "workers": [{"worker": 1, "series": 3, "lag_p99_ms": 1.531247}],
+    }  # fmt: skip
+    with _engine(client).begin() as conn:
+        conn.execute(
+            text(
+                "insert into agents (name, site, version, hostname, pid, stats) values "
+                "('noisy', 'dc1', '1', 'h', 1, cast(:st as jsonb))"
+            ),
+            {"st": json.dumps(stats)},
+        )
+    try:
+        body = client.get("/metrics").text
+    finally:
+        with _engine(client).begin() as conn:
+            conn.execute(text("delete from agents where name = 'noisy'"))
+    agent = '{agent="noisy",site="dc1"}'
+    assert f"connwatch_agent_lag_p50_seconds{agent} 0.001531247\n" in body
+    assert f"connwatch_agent_cpu_ratio{agent} 0.033\n" in body
+    assert 'worker_lag_p99_seconds{agent="noisy",site="dc1",worker="1"} 0.001531247\n' in body
+    values = [line.rsplit(" ", 1) for line in body.splitlines() if not line.startswith("#")]
+    families = {re.sub(r"(_bucket|_sum|_count)?\{.*", "", name) for name, _ in values}
+    assert len(values) > 200 and len(families) >= 15
+    for name, value in values:
+        if re.fullmatch(r"-?[0-9]+|[+-]Inf|NaN", value):
+            continue  # integers are printed in full: counters stay exact
+        if name.startswith("connwatch_last_sample_timestamp_seconds"):
+            assert len(value.partition(".")[2]) <= 3, (name, value)
+        else:
+            assert _significant(value) <= 12, (name, value)
 
 
 def test_label_values_are_escaped() -> None:

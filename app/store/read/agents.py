@@ -62,18 +62,6 @@ def label_value(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def number(v: float) -> str:
-    """A sample value: integers in full (counters stay exact), else the shortest float."""
-    v = float(v)
-    if v != v:
-        return "NaN"
-    if v in (float("inf"), float("-inf")):
-        return "+Inf" if v > 0 else "-Inf"
-    if v.is_integer() and abs(v) < 2**53:
-        return str(int(v))
-    return repr(v)
-
-
 @dataclass(frozen=True, slots=True)
 class OverloadedAgent:
     """An agent that is overloaded now, as the overview names it beside its series."""
