@@ -100,3 +100,17 @@ def test_chart_draws_probe_side_errors_apart(
         "PROBE-IndexError"
     }
     assert sum(m["count"] for m in target) == 1 and target[0]["codes"] == ["ORA-01017"]
+
+
+def test_instance_breakdown_counts_no_probe_side_failure(
+    client: TestClient, migrated_engine: Engine, vault: Vault
+) -> None:
+    """Probe-side errors name no instance's failure: pooled's 31 leave no '(unknown)'
+    group with failures; dedicated's refused logon still counts."""
+    _seed(migrated_engine, vault)
+    res = client.get("/api/v1/targets/pool/breakdown", params={"by": "instance", "range": "1h"})
+    assert res.status_code == 200, res.text
+    modes = {m["name"]: m for m in res.json()["modes"]}
+    failed = {n: dict(zip(m["groups"], m["failed"], strict=True)) for n, m in modes.items()}
+    assert sum(failed["pooled"].values()) == 0, failed
+    assert sum(failed["dedicated"].values()) == 1, failed

@@ -8,7 +8,8 @@
   are kept 35 days; percentiles over weeks of raw rows would be slow). The response
   says which window it covered. Failed samples are counted per instance too (``failed``:
   a sample names the instance it was on, or the one its mode is pinned to), so an
-  instance that went down shows as that instance's errors.
+  instance that went down shows as that instance's errors. Probe-side errors (class
+  PROBE, connwatch's own trouble) are no instance's failure and are left out.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from app.store.layout import check_phase
+from app.store.layout import check_phase, failed_sql, probe_side_sql
 from app.store.read.timeseries import summary
 from app.web.schemas import BreakdownMode
 from app.web.views.lookups import ModeInfo
@@ -47,11 +48,11 @@ def by_instance(
         text(
             f"select series_id, coalesce(instance, '(unknown)') as inst, "
             f"count(*) filter (where {ok})::int as n, "
-            "count(*) filter (where status in ('error', 'timeout'))::int as failed, "
+            f"count(*) filter (where {failed_sql()})::int as failed, "
             f"percentile_disc(array[0.5, 0.95]) within group (order by {phase}_ns) "
             f"filter (where {ok}) as q "
             "from connwatch_samples(cast(:ids as integer[]), :a, :b) "
-            "where status <> 'skipped' group by 1, 2 order by 2"
+            f"where status <> 'skipped' and not {probe_side_sql()} group by 1, 2 order by 2"
         ),
         {"ids": list(owner), "a": start, "b": end},
     ).all()
