@@ -22,6 +22,10 @@ PRESETS: dict[str, timedelta] = {
 }
 DEFAULT_PRESET = "24h"
 MAX_SPAN = timedelta(days=5 * 366)
+# Instants a window may name: windows and their buckets are computed with datetime, which
+# overflows at the calendar's ends (year 1 and 9999 with an offset were 500s).
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(2200, 1, 1, tzinfo=UTC)
 MIN_SPAN = timedelta(seconds=10)
 
 
@@ -62,7 +66,16 @@ def parse_instant(value: str, name: str) -> datetime:
         ) from None
     if t.tzinfo is None:
         t = t.replace(tzinfo=UTC)
-    return t.astimezone(UTC)
+    try:
+        t = t.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+14:00 is before the calendar's first day
+        t = EARLIEST - timedelta(days=1)
+    if not EARLIEST <= t < LATEST:
+        raise RangeError(
+            f"{name}: {value[:40]!r} is outside {EARLIEST:%Y-%m-%d} to {LATEST:%Y-%m-%d} "
+            "(UTC), the instants connwatch reads"
+        )
+    return t
 
 
 def parse_range(

@@ -215,3 +215,26 @@ def test_numbers_beyond_their_columns_are_form_errors(
     assert res.status_code == 422, res.text[:300]
     assert message in res.text
     assert _count_targets(client) == before
+
+
+@pytest.mark.parametrize("hours", ["1e40", "inf", "nan", "-2", "0", "721", "x" * 500])
+def test_acknowledging_for_hostile_hours_is_a_422(
+    env: tuple[TestClient, Seeded], hours: str
+) -> None:
+    client, _ = env
+    form = {"rule": "r", "fingerprint": "f", "comment": "on it", "hours": hours}
+    res = client.post("/alerts/ack", data=form, follow_redirects=False)
+    assert res.status_code == 422, res.text[:200]
+    assert "is not a number of hours above 0 and up to 720" in res.text
+
+
+@pytest.mark.parametrize(
+    "instant", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00", "1969-12-31T23:59:59Z"]
+)
+def test_windows_at_the_ends_of_the_calendar_are_a_422(
+    env: tuple[TestClient, Seeded], instant: str
+) -> None:
+    client, _ = env
+    res = client.get("/api/v1/targets/sales/timeseries", params={"from": instant})
+    assert res.status_code == 422, res.text[:200]
+    assert "is outside 1970-01-01 to 2200-01-01 (UTC)" in res.json()["detail"]

@@ -5,6 +5,7 @@ operator actions (forms, anti-forgery token, audited)."""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
@@ -105,15 +106,24 @@ def _back(message: str) -> Response:
     return RedirectResponse(f"/alerts?message={quote(message)}", status_code=303)
 
 
+MAX_ACK_HOURS = 720  # what the form's field allows (30 days)
+
+
 @router.post("/alerts/ack")
 async def ack(request: Request, engine: EngineDep, who: OperatorDep) -> Response:
     f = await _form(request)
     until = None
     if f.get("hours", "").strip():
         try:
-            until = datetime.now(UTC) + timedelta(hours=float(f["hours"]))
+            hours = float(f["hours"])
         except ValueError:
-            raise HTTPException(422, f"hours: {f['hours']!r} is not a number") from None
+            hours = math.nan
+        if not 0 < hours <= MAX_ACK_HOURS:  # NaN too; 1e40 overflowed timedelta (a 500)
+            shown = f["hours"][:40]
+            raise HTTPException(
+                422, f"hours: {shown!r} is not a number of hours above 0 and up to {MAX_ACK_HOURS}"
+            )
+        until = datetime.now(UTC) + timedelta(hours=hours)
     with engine.begin() as conn:
         try:
             acknowledge(
