@@ -99,3 +99,12 @@ def test_rows_outside_the_window_are_refused() -> None:
     for interval in (float("nan"), float("inf"), 0.0, 1e300):
         with pytest.raises(ConnpingCsvError, match="interval must be from 0 to 86400 seconds"):
             parse_connping_csv(["# CONN OCI DUAL SID INST\n"], start=START, interval=interval)
+
+
+def test_a_start_at_the_end_of_the_calendar_is_refused_naming_the_line() -> None:
+    late = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+    rows = ["# CONN OCI DUAL SID INST\n", "1.0 0.1 0.1 7 1\n"]
+    with pytest.raises(ConnpingCsvError, match=r"^line 2: start \+ interval is past year 9999"):
+        parse_connping_csv(rows, start=late, interval=1.0)
+    with pytest.raises(ConnpingCsvError, match=r"^line 2: bad TIME '5.0'"):
+        parse_connping_csv(["# CONN OCI DUAL SID INST TIME\n", "1 1 1 7 1 5.0\n"], start=late)

@@ -190,7 +190,12 @@ def parse_connping_csv(
                 raise ConnpingCsvError(f"line {lineno}: bad TIME {cells[5]!r}") from None
         else:
             assert start is not None and interval is not None
-            at = start + timedelta(seconds=(len(samples) + 1) * interval)
+            try:
+                at = start + timedelta(seconds=(len(samples) + 1) * interval)
+            except OverflowError:
+                raise ConnpingCsvError(
+                    f"line {lineno}: start + interval is past year 9999"
+                ) from None
             extra["time_estimated"] = True
         if window is not None and not window[0] <= at <= window[1]:
             raise ConnpingCsvError(
