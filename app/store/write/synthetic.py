@@ -35,11 +35,12 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from app.models import ORACLE_MODES
-from app.store.histogram.buckets import bucket_index, bucket_value
+from app.store.histogram.buckets import bucket_index
 from app.store.layout import driver_connection, rollup_value_columns
 from app.store.write.maintenance import analyze_retrying
 from app.store.write.partitions import ensure_rollup_partitions, ensure_sample_days
 from app.store.write.rollups import mark_dirty, roll_up_pending, weeks_backfill_sql
+from app.store.write.synthetic_bins import bucket_rows
 
 MODE_MEDIAN_MS = {"dedicated": 61.0, "shared": 44.0, "pooled": 46.0}
 # (status code, class, code, phase, message); status 1 = error, 2 = timeout
@@ -51,7 +52,6 @@ ERRORS: tuple[tuple[int, str, str, str, str], ...] = (
     (2, "TIMEOUT", "TIMEOUT", "logon", "no answer within the timeout"),
 )
 _PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
-_NO_INDEX = np.int16(np.iinfo(np.int16).max)  # sorts after every real bucket index
 Progress = Callable[[str], None]
 
 
@@ -263,7 +263,7 @@ def _rollup_rows(
     idxs = {p: bucket_index(np.maximum(v, 1)) for p, v in vals.items()}
     out: list[tuple[Any, ...]] = []
     for i, s in enumerate(series):
-        out += _bucket_rows(
+        out += bucket_rows(
             s.id,
             {p: (v[i], idxs[p][i]) for p, v in vals.items()},
             d.status[i],
@@ -273,94 +273,6 @@ def _rollup_rows(
             width_s,
             per,
         )
-    return out
-
-
-def _bucket_rows(
-    series_id: int,
-    phases: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.int16]]],
-    status: npt.NDArray[np.uint8],
-    err: npt.NDArray[np.int8],
-    errors: tuple[tuple[int, str, str, str, str], ...],
-    day_start: datetime,
-    width_s: int,
-    per: int,
-) -> list[tuple[Any, ...]]:
-    """Rollup rows of one series and day: buckets of ``per`` consecutive slots.
-
-    ``phases`` maps a timing phase to (values ns, their histogram bucket indexes);
-    phases absent from it are NULL in every row (not measured by that probe kind).
-    """
-    nb = status.shape[0] // per
-    st = status[: nb * per].reshape(nb, per)
-    okm = st == 0
-    n_ok = okm.sum(axis=1)
-    n_err = (st == 1).sum(axis=1)
-    n_to = (st == 2).sum(axis=1)
-    cols: dict[str, list[list[Any]]] = {}
-    for p, (values, index) in phases.items():
-        # the ok samples' bucket indexes sorted per bucket (failures last, as a sentinel):
-        # the nearest-rank value of rank r lies in bucket srt[r - 1], as in the merged form
-        idx = np.sort(np.where(okm, index[: nb * per].reshape(nb, per), _NO_INDEX), axis=1)
-        v = values[: nb * per].reshape(nb, per)
-        big = np.iinfo(np.int64).max
-        vmin = np.where(okm, v, big).min(axis=1)
-        vmax = np.where(okm, v, -1).max(axis=1)
-        vsum = np.where(okm, v, 0).sum(axis=1)
-        qs = []
-        for q in (0.5, 0.95, 0.99):
-            rank = np.maximum(1, np.ceil(q * n_ok - 1e-9).astype(np.int64))
-            at = np.where(n_ok > 0, idx[np.arange(nb), np.minimum(rank, per) - 1], 0)
-            rep = bucket_value(at)
-            qs.append(np.minimum(np.maximum(rep, vmin.astype(np.float64)), vmax.astype(np.float64)))
-        first = np.ones((nb, per), dtype=bool)
-        first[:, 1:] = idx[:, 1:] != idx[:, :-1]
-        rows: list[list[Any]] = []
-        for b in range(nb):
-            if n_ok[b] == 0:
-                rows.append([None] * 9)
-                continue
-            starts = np.flatnonzero(first[b, : n_ok[b]])
-            counts = np.diff(np.append(starts, n_ok[b]))
-            rows.append(
-                [
-                    int(n_ok[b]),
-                    int(vmin[b]),
-                    int(vmax[b]),
-                    int(vsum[b]),
-                    float(qs[0][b]),
-                    float(qs[1][b]),
-                    float(qs[2][b]),
-                    idx[b, starts].tolist(),
-                    counts.tolist(),
-                ]
-            )
-        cols[p] = rows
-    out: list[tuple[Any, ...]] = []
-    for b in range(nb):
-        ecls: dict[str, int] | None = None
-        ecode: dict[str, int] | None = None
-        if n_err[b] or n_to[b]:
-            ecls, ecode = {}, {}
-            bad = err[b * per : (b + 1) * per][~okm[b]]
-            for e, c in zip(*np.unique(bad, return_counts=True), strict=True):
-                spec = errors[int(e)]
-                ecls[spec[1]] = ecls.get(spec[1], 0) + int(c)
-                ecode[spec[2]] = ecode.get(spec[2], 0) + int(c)
-        row: list[Any] = [
-            series_id,
-            day_start + timedelta(seconds=b * width_s),
-            per,
-            int(n_ok[b]),
-            int(n_err[b]),
-            int(n_to[b]),
-            *(0, 0),  # n_skipped, n_probe: synthetic history has neither
-            Jsonb(ecls) if ecls else None,
-            Jsonb(ecode) if ecode else None,
-        ]
-        for p in ("total", "logon", "ping", "query", "logoff", "commit", "acquire"):
-            row += cols[p][b] if p in cols else [None] * 9
-        out.append(tuple(row))
     return out
 
 
@@ -758,7 +670,7 @@ def _series_rollups(
 ) -> list[tuple[Any, ...]]:
     phases = {p: (v, bucket_index(np.maximum(v, 1))) for p, v in d.phases.items()}
     per = width_s * 1000 // s.interval_ms
-    return _bucket_rows(s.id, phases, d.status, d.err, s.errors, day_start, width_s, per)
+    return bucket_rows(s.id, phases, d.status, d.err, s.errors, day_start, width_s, per)
 
 
 def _day_start(day: date) -> datetime:
