@@ -10,6 +10,8 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlalchemy.engine import Engine
+from starlette.concurrency import run_in_threadpool
 
 from app.config import get_settings
 from app.reports.delivery.archive import fetch_file, list_archive
@@ -19,6 +21,7 @@ from app.reports.delivery.subscriptions import (
     WEEKDAYS,
     Subscription,
     SubscriptionError,
+    SubscriptionIn,
     get_subscription,
     list_subscriptions,
     remove,
@@ -129,25 +132,41 @@ async def save_subscription(
         errors += exc.errors
     if errors:
         form = {**f, "enabled": f.get("enabled") == "on", "existing": f.get("existing") == "1"}
-        return _page(request, conn, templates, form=form, errors=errors, status=422)
-    with engine.begin() as wconn:
-        save(wconn, spec)
+        return await run_in_threadpool(
+            _page, request, conn, templates, form=form, errors=errors, status=422
+        )
+    await run_in_threadpool(_save, engine, spec)
     return RedirectResponse(f"{PAGE}?message={quote('saved ' + spec.name)}", status_code=303)
 
 
 @router.post(PAGE + "/{name}/delete")
 async def delete_subscription(name: str, request: Request, engine: EngineDep) -> Response:
     await _form(request)
-    with engine.begin() as conn:
-        if not remove(conn, name):
-            raise HTTPException(404, f"no subscription named {name!r}")
+    await run_in_threadpool(_remove, engine, name)
     return RedirectResponse(f"{PAGE}?message={quote('deleted ' + name)}", status_code=303)
 
 
 @router.post(PAGE + "/{name}/send")
 async def send_now(name: str, request: Request, engine: EngineDep) -> Response:
-    """Send the period the schedule would send now, at once (not counted as a due send)."""
+    """Send the period the schedule would send now, at once (not counted as a due send).
+    Building and printing take seconds: they run in a worker thread, off the event loop."""
     await _form(request)
+    msg = await run_in_threadpool(_send_now, engine, name, _base(request))
+    return RedirectResponse(f"{PAGE}?message={quote(msg[:200])}", status_code=303)
+
+
+def _save(engine: Engine, spec: SubscriptionIn) -> None:
+    with engine.begin() as wconn:
+        save(wconn, spec)
+
+
+def _remove(engine: Engine, name: str) -> None:
+    with engine.begin() as conn:
+        if not remove(conn, name):
+            raise HTTPException(404, f"no subscription named {name!r}")
+
+
+def _send_now(engine: Engine, name: str, base_url: str) -> str:
     now = datetime.now(UTC)
     with engine.begin() as conn:
         sub = get_subscription(conn, name)
@@ -156,12 +175,11 @@ async def send_now(name: str, request: Request, engine: EngineDep) -> Response:
         try:
             d = deliver(
                 conn, sub, period_due(sub.spec, now), now=now, trigger="send-now", due_at=None,
-                late=False, base_url=_base(request), browser=_browser(),
+                late=False, base_url=base_url, browser=_browser(),
             )  # fmt: skip
         except PdfError as exc:
             raise HTTPException(503, str(exc)) from None
-    msg = f"queued {d.subject} to {', '.join(sub.spec.recipients)} (archive #{d.archive_id})"
-    return RedirectResponse(f"{PAGE}?message={quote(msg[:200])}", status_code=303)
+    return f"queued {d.subject} to {', '.join(sub.spec.recipients)} (archive #{d.archive_id})"
 
 
 @router.get(PAGE + "/{name}/preview", response_class=HTMLResponse)
