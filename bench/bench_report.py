@@ -3,8 +3,12 @@ targets x 3 modes with a year of history, and the PDF engines side by side.
 
 Dataset: ``app.store.write.synthetic.generate(series=300)`` (100 Oracle targets x
 dedicated/shared/pooled, connping every 10 s), ``--days`` of raw samples ending now and
-a year of 1-hour/1-day/weekly rollups; generated once into a throw-away PostgreSQL
-(Debian's binaries) unless ``--url`` (with ``--reuse``: only read, nothing generated).
+a year (``--rollup-days 365``) of 1-hour/1-day/weekly rollups: the last
+``--simulate-days`` (42: the two weeks a report compares, the 4 weeks the spike
+baseline reads) simulated, the older ones repeating them week for week
+(``repeat_history``), so the year is in the store in minutes; generated once into a
+throw-away PostgreSQL (Debian's binaries) unless ``--url`` (with ``--reuse``: only read,
+nothing generated).
 
 Measured, for the last complete week, in this process:
 
@@ -15,8 +19,8 @@ Measured, for the last complete week, in this process:
    the mail's HTML and text;
 3. sending: a subscription's full ``deliver`` (render + archive + outbox, one transaction)
    and the notify deliverer handing the mail to an aiosmtpd server on loopback;
-4. peak memory: Python heap (tracemalloc) during 1-3, the process' max RSS, and the
-   largest Chromium process' max RSS (``RUSAGE_CHILDREN``);
+4. peak memory: Python heap (tracemalloc) during 2-3 (deliver builds the report again),
+   the process' max RSS, and the largest Chromium process' max RSS (``RUSAGE_CHILDREN``);
 5. with ``--weasyprint PYTHON`` (a Python with WeasyPrint installed, e.g. a scratch
    venv: it is not a project dependency), the same HTML printed by WeasyPrint under
    ``/usr/bin/time -v`` next to Chromium under the same measurement.
@@ -142,7 +146,14 @@ def main() -> int:
     ap.add_argument("--targets", type=int, default=100)
     ap.add_argument("--days", type=int, default=1, help="days of raw samples")
     ap.add_argument("--rollup-days", type=int, default=365)
+    ap.add_argument(
+        "--simulate-days",
+        type=int,
+        default=42,
+        help="rollup days simulated; older ones repeat them (0: simulate all)",
+    )
     ap.add_argument("--iterations", type=int, default=3)
+    ap.add_argument("--build-only", action="store_true", help="stop after build_report")
     ap.add_argument("--weasyprint", help="a Python with WeasyPrint, to compare the engines")
     ap.add_argument("--json", help="also write the figures to this file")
     args = ap.parse_args()
@@ -165,6 +176,7 @@ def main() -> int:
             t = time.perf_counter()
             rep = generate(engine, series=3 * args.targets, days=args.days,
                            rollup_days=args.rollup_days,
+                           simulate_days=args.simulate_days or None,
                            progress=lambda m: print("  " + m, flush=True))  # fmt: skip
             results["dataset"] = {"series": 3 * args.targets, "raw_samples": rep.raw_samples,
                                   "generate_s": round(time.perf_counter() - t, 1)}  # fmt: skip
@@ -174,7 +186,6 @@ def main() -> int:
                     conn.execute(text(f"vacuum (analyze) {tbl}"))
         now = datetime.now(UTC)
         period = last_week(now)
-        tracemalloc.start()
 
         def baseline() -> int:
             with engine.connect() as conn:
@@ -193,8 +204,19 @@ def main() -> int:
         results["baseline_weekly_s"] = tb
         results["build_report_s"] = tr
         print(f"baseline weekly() x2 ({nrows} rows): {stats(tb)}", flush=True)
+        with engine.connect() as conn:
+            span = conn.execute(text("select min(bucket), max(bucket), count(*) from rollup_1h"))
+            results["rollup_1h"] = [str(v) for v in span.one()]
+        print("rollup_1h first, last, rows:", results["rollup_1h"], flush=True)
         print(f"build_report ({len(report.rows)} rows, {len(report.incidents)} incidents, "
               f"{len(report.comparisons)} comparisons): {stats(tr)}", flush=True)  # fmt: skip
+        # the heap is traced from here on (tracing slows Python code: not while timing the
+        # builds above; deliver() below builds the report again under it)
+        tracemalloc.start()
+        if args.build_only:
+            results["load_after"] = load()
+            print("load average before/after:", results["load_before"], "/", load())
+            return _finish(args, results)
         t = time.perf_counter()
         view = make_view(report, base_url="https://connwatch.example.org")
         html = render_document(view, "A4")
@@ -275,6 +297,10 @@ def main() -> int:
         if cluster is not None:
             cluster.stop(mode="immediate")
         shutil.rmtree(tmp, ignore_errors=True)
+    return _finish(args, results)
+
+
+def _finish(args: argparse.Namespace, results: dict[str, Any]) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, default=str))
     return 0

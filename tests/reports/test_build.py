@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 from cryptography.fernet import Fernet
@@ -11,6 +12,7 @@ from app.credentials import Vault
 from app.reports.content.build import build_report
 from app.reports.content.period import current_week
 from app.reports.content.scope import Selection, load_scope
+from app.store.read.compare import compare
 from app.store.write.ingest import write_samples
 from app.store.write.rollups import roll_up_pending
 from app.targets.schema import parse_targets
@@ -126,6 +128,26 @@ def test_the_weeks_firings_maintenance_and_annotations(migrated_engine: Engine) 
     assert kinds["firing"].link.startswith("/target/weekly?from=")
     assert kinds["maintenance"].ends_at - kinds["maintenance"].at == timedelta(hours=2)  # type: ignore[operator]
     assert "Also this week: 1 alert firing, 1 maintenance window, 1 annotation." in rep.summary
+    # the mode comparison (from the report's own blocks) says what the store's compare()
+    # says for the same week: shared (36 ms) about 40 % faster than dedicated (60 ms)
+    (cmp,) = rep.comparisons
+    assert cmp.target == "weekly" and cmp.baseline == "dedicated"
+    got = re.fullmatch(
+        r"Shared server logons were (\d+)\u00a0% faster than dedicated server, "
+        r"95\u00a0% CI (\d+)-(\d+)\u00a0%\.",
+        cmp.sentence,
+    )
+    assert got, cmp.sentence
+    with migrated_engine.connect() as conn:
+        target_id = load_target(conn, "weekly").id  # type: ignore[union-attr]
+        store = compare(
+            conn, target_id, weeks.b, weeks.b + timedelta(days=7), phase="logon",
+            baseline="dedicated", probe="connping", n_boot=400,
+        )  # fmt: skip
+    shared = next(m for m in store.modes if m.mode == "shared")
+    assert shared.ratio is not None
+    assert abs(int(got[1]) - (1 - shared.ratio) * 100) <= 1.0
+    assert 35 <= int(got[2]) <= int(got[1]) <= int(got[3]) <= 45
 
 
 def test_probe_side_errors_are_neither_failures_nor_listed(migrated_engine: Engine) -> None:

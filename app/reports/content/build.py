@@ -174,14 +174,17 @@ def _pct(now: float | None, before: float | None) -> float | None:
 
 
 def _row(
-    m: ModeScope, c: ModeFigures, p: ModeFigures, data: PeriodData, trend: ModeTrend | None
-) -> ReportRow:
+    m: ModeScope, c: ModeFigures, p: ModeFigures, data: PeriodData, trend: ModeTrend | None,
+    logon_blocks: wow.ModeBlocks,
+) -> ReportRow:  # fmt: skip
     per, prev = data.period, data.previous
     blocks = {
         (name, when): wow.mode_blocks(b, m.series_ids, pp.start, pp.end)
         for name, b in (("logon", data.logon), ("ping", data.ping))
         for when, pp in (("cur", per), ("prev", prev))
+        if (name, when) != ("logon", "cur")
     }
+    blocks["logon", "cur"] = logon_blocks
 
     def hist(phase: str) -> list[float | None]:
         if trend is None or per.kind != "week":
@@ -272,6 +275,10 @@ def build_report(
     period = period or default_period(conn, scope, now)
     data = read_period(conn, scope, period)
     trends = read_trend(conn, scope, period)
+    logon_now = {
+        m.mode_id: wow.mode_blocks(data.logon, m.series_ids, period.start, period.end)
+        for m in scope.modes
+    }
     rows: list[ReportRow] = []
     missing: list[str] = []
     for m in scope.modes:
@@ -279,7 +286,7 @@ def build_report(
         if c.empty and p.empty:
             missing.append(m.label)
             continue
-        rows.append(_row(m, c, p, data, trends.get(m.mode_id)))
+        rows.append(_row(m, c, p, data, trends.get(m.mode_id), logon_now[m.mode_id]))
     first, _ = trend_weeks(period)
     weeks = [first + i * WEEK for i in range(WEEKS)]
     trend_out = [
@@ -307,7 +314,7 @@ def build_report(
         for i in read_incidents(conn, scope, period)
     ]  # fmt: skip
     comparisons = [
-        cmp for _, ms in scope.targets() if (cmp := compare_modes(conn, ms, period)) is not None
+        cmp for _, ms in scope.targets() if (cmp := compare_modes(ms, logon_now)) is not None
     ]
     slos = read_objectives(conn, scope, period)
     events = read_events(conn, scope, period)

@@ -52,6 +52,12 @@ class Blocks:
     hist: npt.NDArray[np.float64]  # [rows, width]
     lo: int  # bucket index of hist's first column
     index: dict[int, npt.NDArray[np.int64]] | None = None  # series -> its rows, built once
+    at: npt.NDArray[np.float64] | None = None  # [rows] block start, epoch seconds (built once)
+
+    def starts(self) -> npt.NDArray[np.float64]:
+        if self.at is None:
+            self.at = np.array([t.timestamp() for t in self.block], dtype=np.float64)
+        return self.at
 
     def rows_of(self, sid: int) -> npt.NDArray[np.int64]:
         if self.index is None:
@@ -62,8 +68,10 @@ class Blocks:
         return self.index.get(sid, np.zeros(0, dtype=np.int64))
 
     def rows(self, sid: int, start: datetime, end: datetime) -> npt.NDArray[np.int64]:
-        sel = [i for i in self.rows_of(sid) if start <= self.block[int(i)] < end]
-        return np.asarray(sel, dtype=np.int64)
+        """``sid``'s rows whose block starts in ``[start, end)``."""
+        mine = self.rows_of(sid)
+        t = self.starts()[mine]
+        return mine[(t >= start.timestamp()) & (t < end.timestamp())]
 
 
 def read_blocks(

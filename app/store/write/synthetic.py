@@ -261,19 +261,9 @@ def _rollup_rows(
     per = width_s // interval_s
     vals = {"total": d.total, "logon": d.logon, "logoff": d.logoff}
     idxs = {p: bucket_index(np.maximum(v, 1)) for p, v in vals.items()}
-    out: list[tuple[Any, ...]] = []
-    for i, s in enumerate(series):
-        out += bucket_rows(
-            s.id,
-            {p: (v[i], idxs[p][i]) for p, v in vals.items()},
-            d.status[i],
-            d.err[i],
-            ERRORS,
-            day_start,
-            width_s,
-            per,
-        )
-    return out
+    phases = {p: (v, idxs[p]) for p, v in vals.items()}
+    ids = [s.id for s in series]
+    return bucket_rows(ids, phases, d.status, d.err, ERRORS, day_start, width_s, per)
 
 
 def _copy_rollups(conn: Connection, table: str, rows: list[tuple[Any, ...]]) -> None:
@@ -302,13 +292,16 @@ def generate(
     seed: int = 1,
     prefix: str = "synthetic",
     progress: Progress | None = None,
+    simulate_days: int | None = None,
 ) -> GenerateReport:
     """Create ``series`` synthetic series and their history up to ``end`` (default: now).
 
     Raw samples cover ``days`` UTC days: the day of ``end`` up to ``end`` and the
     ``days - 1`` whole days before it. 1-hour and 1-day rollups cover
     ``max(rollup_days, days)`` days; 1-minute rollups the raw days plus ``minute_days``
-    days before them.
+    days before them. With ``simulate_days``, only that many days (rounded up to whole
+    weeks) before the raw ones are simulated; older 1-hour and 1-day rollups repeat them
+    (:func:`repeat_history`), so a year of history takes minutes instead of an hour.
     """
     if interval_s < 1 or 3600 % interval_s:
         raise ValueError("interval_s must be a whole number of seconds dividing an hour")
@@ -361,7 +354,10 @@ def generate(
                 time.sleep(0.5)  # another process (an agent's maintenance) holds the rollup lock
     report.seconds["rollup_raw"] = time.perf_counter() - t1
     t2 = time.perf_counter()
-    older = max(rollup_days, days) - max(days, 0)
+    total_older = max(rollup_days, days) - max(days, 0)
+    older = total_older
+    if simulate_days is not None:
+        older = min(total_older, 7 * math.ceil(max(simulate_days, 1) / 7))
     if older:
         with engine.begin() as conn:
             ensure_rollup_partitions(conn, raw_first - timedelta(days=older), raw_first)
@@ -381,6 +377,14 @@ def generate(
                 report.rollup_rows += len(minutes)
         if k % 10 == 0:
             say(f"rollups back to {day}: {report.rollup_rows} rows")
+    if total_older > older:
+        with engine.begin() as conn:
+            ensure_rollup_partitions(conn, raw_first - timedelta(days=total_older), raw_first)
+            report.rollup_rows += repeat_history(
+                conn, report.series_ids, raw_first - timedelta(days=older), raw_first,
+                raw_first - timedelta(days=total_older),
+            )  # fmt: skip
+        say(f"rollups repeated back to {raw_first - timedelta(days=total_older)}")
     with engine.begin() as conn:
         if older:
             conn.execute(text(weeks_backfill_sql()))
@@ -388,6 +392,33 @@ def generate(
         conn.execute(text("analyze rollup_1w"))
     report.seconds["rollup_history"] = time.perf_counter() - t2
     return report
+
+
+def repeat_history(
+    conn: Connection, series_ids: list[int], src_start: date, src_end: date, back_to: date
+) -> int:
+    """Fill ``[back_to, src_start)`` with copies of the 1-hour and 1-day rollups of
+    ``[src_start, src_end)`` (whole weeks: weekday and hour shapes stay), shifted back by
+    whole multiples of that span, in SQL. Returns the rows written."""
+    span = (src_end - src_start).days
+    if span <= 0 or span % 7:
+        raise ValueError("the repeated span must be whole weeks")
+    cols = ", ".join(rollup_value_columns())
+    written = 0
+    for table in ("rollup_1h", "rollup_1d"):
+        for k in range(1, math.ceil((src_start - back_to).days / span) + 1):
+            shift = timedelta(days=k * span)
+            written += conn.execute(
+                text(
+                    f"insert into {table} (series_id, bucket, {cols}) "
+                    f"select series_id, bucket - :shift, {cols} from {table} "
+                    "where series_id = any(:ids) and bucket >= :a and bucket < :b "
+                    "and bucket - :shift >= :lo"
+                ),
+                {"shift": shift, "ids": series_ids, "a": _day_start(src_start),
+                 "b": _day_start(src_end), "lo": _day_start(back_to)},
+            ).rowcount  # fmt: skip
+    return written
 
 
 # --------------------------------------------------------------------------- backfill

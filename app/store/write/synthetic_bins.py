@@ -9,6 +9,7 @@ the same as history rolled up from real samples.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,7 +23,7 @@ _NO_INDEX = np.int16(np.iinfo(np.int16).max)  # sorts after every real bucket in
 
 
 def bucket_rows(
-    series_id: int,
+    series_id: int | Sequence[int],
     phases: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.int16]]],
     status: npt.NDArray[np.uint8],
     err: npt.NDArray[np.int8],
@@ -31,24 +32,31 @@ def bucket_rows(
     width_s: int,
     per: int,
 ) -> list[tuple[Any, ...]]:
-    """Rollup rows of one series and day: buckets of ``per`` consecutive slots.
+    """Rollup rows of one day: buckets of ``per`` consecutive slots, series after series.
 
-    ``phases`` maps a timing phase to (values ns, their histogram bucket indexes);
-    phases absent from it are NULL in every row (not measured by that probe kind).
+    One series (``series_id`` an int, arrays of slots) or several at once (a sequence of
+    ids, arrays of [series, slots]: one pass for all of them). ``phases`` maps a timing
+    phase to (values ns, their histogram bucket indexes); phases absent from it are NULL
+    in every row (not measured by that probe kind).
     """
-    nb = status.shape[0] // per
-    st = status[: nb * per].reshape(nb, per)
+    ids = [series_id] if isinstance(series_id, int) else list(series_id)
+    nb = status.shape[-1] // per
+
+    def rows(a: npt.NDArray[Any]) -> npt.NDArray[Any]:  # [series * buckets, per]
+        return a.reshape(len(ids), -1)[:, : nb * per].reshape(len(ids) * nb, per)
+
+    st = rows(status)
     okm = st == 0
     n_ok = okm.sum(axis=1)
     n_err = (st == 1).sum(axis=1)
     n_to = (st == 2).sum(axis=1)
-    cols = {p: _phase_cells(values, index, okm, n_ok) for p, (values, index) in phases.items()}
+    cols = {p: _phase_cells(rows(v), rows(i), okm, n_ok) for p, (v, i) in phases.items()}
     bad_b = np.flatnonzero(n_err + n_to)
     ecls_of: dict[int, Any] = {}
     ecode_of: dict[int, Any] = {}
     if bad_b.size:
         # per bucket with failures: how many of each error spec (one bincount for the day)
-        e = err[: nb * per].reshape(nb, per)[bad_b]
+        e = rows(err)[bad_b]
         failed = ~okm[bad_b]
         rows_of = np.repeat(np.arange(bad_b.size), per).reshape(bad_b.size, per)[failed]
         k = len(errors)
@@ -64,15 +72,16 @@ def bucket_rows(
                 ecode[spec[2]] = ecode.get(spec[2], 0) + c
             ecls_of[b], ecode_of[b] = Jsonb(ecls), Jsonb(ecode)
     empty = [None] * 9
-    none_cols = {p: [empty] * nb for p in _ROLLUP_PHASES if p not in cols}
+    none_cols = {p: [empty] * okm.shape[0] for p in _ROLLUP_PHASES if p not in cols}
     cols.update(none_cols)
     ordered = [cols[p] for p in _ROLLUP_PHASES]
     n_ok_l, n_err_l, n_to_l = n_ok.tolist(), n_err.tolist(), n_to.tolist()
     out: list[tuple[Any, ...]] = []
-    for b in range(nb):
+    times = [day_start + timedelta(seconds=b * width_s) for b in range(nb)]
+    for b in range(okm.shape[0]):
         row: list[Any] = [
-            series_id, day_start + timedelta(seconds=b * width_s), per, n_ok_l[b], n_err_l[b],
-            n_to_l[b], 0, 0, ecls_of.get(b), ecode_of.get(b),  # n_skipped, n_probe: none
+            ids[b // nb], times[b % nb], per, n_ok_l[b], n_err_l[b], n_to_l[b], 0, 0,
+            ecls_of.get(b), ecode_of.get(b),  # n_skipped, n_probe: synthetic has neither
         ]  # fmt: skip
         for cells in ordered:
             row += cells[b]
@@ -89,14 +98,15 @@ def _phase_cells(
     okm: npt.NDArray[np.bool_],
     n_ok: npt.NDArray[np.int64],
 ) -> list[list[Any]]:
-    """One phase's 9 rollup cells per bucket (``[None] * 9`` where nothing was ok): count,
-    min, max, sum, p50, p95, p99 and the histogram as (bucket indexes, counts), all buckets
-    at once (one sort, one pass over the run starts)."""
+    """One phase's 9 rollup cells per bucket (``values``, ``index``: [buckets, per];
+    ``[None] * 9`` where nothing was ok): count, min, max, sum, p50, p95, p99 and the
+    histogram as (bucket indexes, counts), all buckets at once (one sort, one pass over
+    the run starts)."""
     nb, per = okm.shape
     # the ok samples' bucket indexes sorted per bucket (failures last, as a sentinel):
     # the nearest-rank value of rank r lies in bucket srt[r - 1], as in the merged form
-    idx = np.sort(np.where(okm, index[: nb * per].reshape(nb, per), _NO_INDEX), axis=1)
-    v = values[: nb * per].reshape(nb, per)
+    idx = np.sort(np.where(okm, index, _NO_INDEX), axis=1)
+    v = values
     big = np.iinfo(np.int64).max
     vmin = np.where(okm, v, big).min(axis=1)
     vmax = np.where(okm, v, -1).max(axis=1)
