@@ -218,8 +218,8 @@ def latency_verdict(
         ratios = ratios[np.isfinite(ratios)]
         if ratios.size:
             a = (1.0 - CONFIDENCE) / 2.0
-            lo = (float(np.quantile(ratios, a)) - 1.0) * 100.0
-            hi = (float(np.quantile(ratios, 1.0 - a)) - 1.0) * 100.0
+            q_lo, q_hi = np.quantile(ratios, (a, 1.0 - a))
+            lo, hi = (float(q_lo) - 1.0) * 100.0, (float(q_hi) - 1.0) * 100.0
     word = "slower" if change > 0 else "faster"
     if abs(math.log(cur / prev)) <= math.log1p(RESOLUTION):
         reason = f"within the store's resolution ({RESOLUTION * 100:.0f} %)"

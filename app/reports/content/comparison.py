@@ -140,7 +140,8 @@ def _medians(
             r = r[np.isfinite(r)]
             if r.size:
                 a = (1.0 - CONFIDENCE) / 2.0
-                lo_r, hi_r = float(np.quantile(r, a)), float(np.quantile(r, 1.0 - a))
+                q_lo, q_hi = np.quantile(r, (a, 1.0 - a))
+                lo_r, hi_r = float(q_lo), float(q_hi)
                 sig = not (lo_r <= 1.0 <= hi_r)
         out.append(ModeMedian(m.mode_id, m.mode, m.kind, counts[m.mode_id], ratio, lo_r, hi_r, sig))
     return out
