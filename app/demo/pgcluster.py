@@ -89,7 +89,8 @@ class PgCluster:
         self.datadir.mkdir(parents=True, exist_ok=True)
         self.socket_dir.mkdir(parents=True, exist_ok=True)
         if self._as_root:
-            user, group = _service_user(), _service_group()
+            user = _service_user()
+            group = _service_group(user)
             shutil.chown(self.datadir, user, group)
             shutil.chown(self.socket_dir, user, group)
             _allow_traverse(self.datadir.parent)
@@ -200,9 +201,10 @@ def _service_user() -> str:
     raise PgClusterError("running as root and no 'postgres' or 'nobody' account exists")
 
 
-def _service_group() -> str:
-    """The service account's own primary group (``nobody`` has ``nogroup`` on Debian)."""
+def _service_group(user: str | None = None) -> str:
+    """The primary group of ``user`` (default: the service account), read from the account
+    itself, never assumed to share its name: ``nobody`` has ``nogroup`` on Debian."""
     import grp
     import pwd
 
-    return grp.getgrgid(pwd.getpwnam(_service_user()).pw_gid).gr_name
+    return grp.getgrgid(pwd.getpwnam(user or _service_user()).pw_gid).gr_name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import pytest
@@ -234,6 +235,11 @@ def test_agents_page_shows_heartbeat_lag_skips_and_spool(
         assert value in row_a, value
     row_b = body.split('data-agent="agent-b"')[1].split("</tr>")[0]
     assert "status-stale" in row_b
+    # the heartbeat reads as an age ("N s ago"), the absolute time only beside it
+    ago_a = re.search(r"<span data-heartbeat>(\d+) s ago</span>", row_a)
+    ago_b = re.search(r"<span data-heartbeat>(\d+) s ago</span>", row_b)
+    assert ago_a is not None and ago_b is not None, (row_a, row_b)
+    assert 0 <= int(ago_a.group(1)) < 60 and 299 <= int(ago_b.group(1)) < 400
     metrics = client.get("/metrics").text
     assert 'connwatch_agent_up{agent="agent-a",site="dc1"} 1' in metrics
     assert 'connwatch_agent_up{agent="agent-b",site="dc2"} 0' in metrics

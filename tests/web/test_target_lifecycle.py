@@ -3,6 +3,9 @@ words; the form shows every probe a mode runs; the compare page says what its nu
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
+
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
@@ -66,7 +69,9 @@ def test_the_form_lists_every_probe_of_a_mode(client: TestClient, seeded: Seeded
     assert "Modes (a connping probe on each)" not in page
 
 
-def test_compare_says_what_its_figures_rest_on(client: TestClient, seeded: Seeded) -> None:
+def test_compare_says_what_its_figures_rest_on(
+    client: TestClient, seeded: Seeded, migrated_engine: Engine
+) -> None:
     page = client.get(
         "/compare", params={"target": "sales", "probe": "sessionping", "phase": "logon"}
     ).text
@@ -78,3 +83,31 @@ def test_compare_says_what_its_figures_rest_on(client: TestClient, seeded: Seede
     # hr dedicated: its last 10 minutes all failed
     hr = client.get("/compare", params={"target": "hr", "range": "1h"}).text
     assert "Timed" in hr
+    _all_failed_is_said(client, seeded, migrated_engine)
+
+
+def _all_failed_is_said(client: TestClient, seeded: Seeded, engine: Engine) -> None:
+    """hr dedicated: every sample of the last 10 minutes failed (ORA-12541). Over the last
+    8 whole minutes the compare page says how many ran and that all of them failed."""
+    end = seeded.now.replace(second=0, microsecond=0)
+    start = end - timedelta(minutes=8)
+    with engine.connect() as conn:
+        ran, failed = conn.execute(
+            text(
+                "select count(*), count(*) filter (where status <> 'ok') from samples "
+                "where series_id = :s and scheduled_at >= :a and scheduled_at < :b"
+            ),
+            {"s": seeded.series[("hr", "dedicated")], "a": start, "b": end},
+        ).one()
+    assert ran == failed > 0
+    page = client.get(
+        "/compare",
+        params={"target": "hr", "from": start.isoformat(), "to": end.isoformat()},
+    ).text
+    row = page.split('id="compare-table"')[1].split("</tr>")[1]
+    assert ">dedicated</span>" in row
+    shown = re.search(r"all (\d+) failed", row)
+    assert shown is not None, row
+    assert int(shown.group(1)) == ran
+    assert f'data-label="Samples">{ran}<' in row and f'data-label="Failed">{ran}<' in row
+    assert "no samples" not in page.lower()
