@@ -168,7 +168,10 @@ _SUMMED = (
     "cpu_percent",
 )
 # what each worker's entry in ``workers`` keeps (the agent-level figures are above it)
-_PER_WORKER = ("worker", "pid", "alive", "series", "runs", "skipped", "cpu_percent", "in_flight")
+_PER_WORKER = (
+    "worker", "pid", "alive", "redirect_safe", "series", "runs", "skipped", "cpu_percent",
+    "in_flight",
+)  # fmt: skip
 
 
 def _overload(docs: list[dict[str, Any]]) -> dict[str, Any]:

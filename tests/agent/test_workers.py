@@ -41,6 +41,9 @@ def test_workers_share_the_series_and_replace_a_dead_one(
         w["pid"] for w in stats["workers"]
     }
     assert sorted(set(assignments(store).values())) == [0, 1]
+    # both worker processes probe on connwatch's redirect-safe loop (python-oracledb's
+    # listener-REDIRECT race, app/drivers/eventloop.py)
+    assert [w["redirect_safe"] for w in stats["workers"]] == [True, True]
     t0 = datetime.now(UTC) + timedelta(seconds=1)
     time.sleep(3.5)
     t1 = datetime.now(UTC)

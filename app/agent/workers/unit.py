@@ -40,6 +40,7 @@ from app.agent.scheduling.specs import SeriesRow, build_spec
 from app.agent.stats import AgentStats
 from app.config import Settings
 from app.credentials import Vault
+from app.drivers.eventloop import is_redirect_safe
 from app.probes.spec import ProbeSpec
 
 log = logging.getLogger(__name__)
@@ -131,6 +132,9 @@ class ProbeWorker:
         self._task: asyncio.Task[None] | None = None
         self._store_error: str | None = None
         self.started = False
+        # python-oracledb's asyncio listener-REDIRECT race (app/drivers/eventloop.py): the
+        # loop this worker probes on must be connwatch's; reported in its stats
+        self.redirect_safe = False
 
     def build_spec(self, row: SeriesRow) -> ProbeSpec:
         return build_spec(row, self.vault, self.settings, agent=self.name, site=self.site)
@@ -140,6 +144,13 @@ class ProbeWorker:
         """Start writing and scheduling; ``join`` takes the worker lock now (else the
         first tick does, after :meth:`begin`)."""
         loop = asyncio.get_running_loop()
+        self.redirect_safe = is_redirect_safe(loop)
+        if not self.redirect_safe:
+            log.warning(
+                "worker %d probes on an event loop that is not redirect-safe: a redirected "
+                "shared-server logon may fail as PROBE-DPY-4011 (app/drivers/eventloop.py)",
+                self.index,
+            )
         # The writer, log and coordination threads hold the GIL in bursts (encoding a
         # batch); a shorter switch interval hands it back to the event loop sooner, which
         # keeps the probes' start lag low (Python's default is 5 ms).
@@ -222,6 +233,7 @@ class ProbeWorker:
         doc.update(
             worker=self.index,
             pid=os.getpid(),
+            redirect_safe=self.redirect_safe,
             series=len(self.scheduler.jobs),
             in_flight=self.limiter.in_flight,
             spool_samples=self.spool.samples,
