@@ -309,3 +309,25 @@ def test_concurrent_writers_on_new_minutes_store_and_queue_everything(engine: En
     with engine.connect() as conn:
         assert conn.execute(text("select count(*) from samples")).scalar_one() == 4 * 10 * 20
         assert _dirty(conn) == _expected_dirty(conn)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("sid", 2**32 + 7), ("serial", -(2**31) - 1), ("round_trips", 70_000)],
+)
+def test_an_integer_its_column_cannot_hold_is_refused_not_wrapped(
+    engine: Engine, field: str, value: int
+) -> None:
+    sid = make_series(engine, "t1")["dedicated"]
+    bad = ok(sid, T0 + timedelta(seconds=1), 10)
+    setattr(bad, field, value)
+    with (
+        engine.begin() as conn,
+        pytest.raises(
+            SampleWriteError,
+            match=rf"sample #1 .*: {field} {value} does not fit the store's column",
+        ),
+    ):
+        write_samples(conn, [ok(sid, T0, 10), bad])
+    with engine.connect() as conn:
+        assert conn.execute(text("select count(*) from samples")).scalar_one() == 0

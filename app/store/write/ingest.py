@@ -116,6 +116,17 @@ class SampleWriteError(ValueError):
     """A sample in a batch cannot be stored; the message names it."""
 
 
+# Binary COPY packs a Python int into the column's width without a range check: a SID
+# of 2**32 + 7 was stored as 7. The narrow integer columns (sid, serial, round_trips)
+# and their range; the int8 nanosecond columns would need 292 years to overflow.
+_INT_RANGES = {"int2": (-(2**15), 2**15 - 1), "int4": (-(2**31), 2**31 - 1)}
+_INT_FIELDS = tuple(
+    (name, *_INT_RANGES[kind])
+    for name, kind in zip(COLUMNS, SAMPLE_TYPES, strict=True)
+    if kind in _INT_RANGES and name != "series_id"
+)
+
+
 def _validate(samples: Sequence[Sample]) -> None:
     for n, s in enumerate(samples):
         if s.series_id is None:
@@ -124,6 +135,13 @@ def _validate(samples: Sequence[Sample]) -> None:
             raise SampleWriteError(
                 f"sample #{n} (series {s.series_id}) has a naive timestamp; use UTC-aware ones"
             )
+        for name, lo, hi in _INT_FIELDS:
+            v = getattr(s, name)
+            if v is not None and not lo <= v <= hi:
+                raise SampleWriteError(
+                    f"sample #{n} (series {s.series_id}): {name} {v} does not fit the store's "
+                    f"column ({lo}..{hi})"
+                )
 
 
 def minute_pairs(samples: Iterable[Sample]) -> list[tuple[int, int]]:
@@ -259,8 +277,8 @@ def write_samples(conn: Connection | psycopg.Connection[Any], samples: Sequence[
     """Store ``samples`` once each; return how many were new (duplicates are skipped).
 
     Runs inside the caller's transaction (the caller commits). Raises
-    :class:`SampleWriteError` before writing anything if a sample lacks a series or
-    has naive timestamps.
+    :class:`SampleWriteError` before writing anything if a sample lacks a series, has
+    naive timestamps, or an integer its column cannot hold.
     """
     if not samples:
         return 0
