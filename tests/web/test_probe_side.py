@@ -81,6 +81,7 @@ def test_samples_page_filters_and_labels_probe_side_errors(
     assert page.status_code == 200
     assert page.text.count(">probe-side</span>") == 2 and "ORA-01017" not in page.text
     assert page.text.count(">PROBE-IndexError</a>") == 2
+    assert page.text.count('class="error-detail probe-side-detail"') == 2  # not in red
     api = client.get(f"/api/v1/samples?{q}&status=failed").json()["samples"]
     assert [s["error_code"] for s in api] == ["ORA-01017"]
     api = client.get(f"/api/v1/samples?{q}&status=probe-error").json()["samples"]
