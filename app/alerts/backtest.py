@@ -98,6 +98,13 @@ def backtest(
     if not res.supported:
         res.note = f"{spec.kind} rules cannot be backtested yet; {SUPPORTED} can."
         return res
+    if spec.round_trip:  # rollups keep no round trips: replaying raw days is not built
+        res.supported = False
+        res.note = (
+            f"a rule on one logon round trip ({spec.phase}) cannot be backtested yet: "
+            "round trips are kept on raw samples only"
+        )
+        return res
     no_jit(conn)
     units = sorted(units_of(spec, spec.selector.select(catalog(conn))), key=lambda u: u.key)
     res.instances, res.replayed = len(units), min(len(units), max_units)

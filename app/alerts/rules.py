@@ -6,7 +6,10 @@ hold before firing, Prometheus' ``for``) and a notification policy (``contact_po
 ``group_wait``, ``repeat_interval``, ``send_resolved``). Kind parameters:
 
 - ``latency``: the ``percentile`` of ``phase`` over ``window`` > ``threshold_ms``; clears
-  when it is < ``clear_ms`` (default the threshold) for ``clear_for``;
+  when it is < ``clear_ms`` (default the threshold) for ``clear_for``. ``phase`` is a
+  timing (``logon``, ``ping``, ...) or one round trip of an Oracle logon
+  (:data:`app.samples.LOGON_PHASE_ORDER`: ``auth2``, ``connect``, ...), read from the raw
+  samples' ``logon_phases`` (kept there only: windows up to 2 days, latency rules only);
 - ``availability``: ``m`` of the last ``n`` runs failed, or the error rate over ``window``
   >= ``error_rate_pct`` (only ``codes``/``classes`` when given); clears below ``m`` of
   ``n`` / under ``clear_rate_pct``;
@@ -36,7 +39,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection
 
 from app.alerts.tables import alert_rules
+from app.samples import LOGON_PHASE_ORDER
 from app.store.layout import PHASES
+from app.store.resolution import RAW_MAX_SPAN
 from app.targets.durations import Duration, format_duration_ms
 from app.targets.selector import Selector
 
@@ -107,8 +112,11 @@ class RuleSpec(BaseModel):
     @field_validator("phase")
     @classmethod
     def _phase(cls, v: str) -> str:
-        if v not in PHASES:
-            raise ValueError(f"{v!r} is not one of {', '.join(PHASES)}")
+        if v not in PHASES and v not in LOGON_PHASE_ORDER:
+            raise ValueError(
+                f"{v!r} is not one of {', '.join(PHASES)}, "
+                f"or a logon round trip: {', '.join(LOGON_PHASE_ORDER)}"
+            )
         return v
 
     @field_validator("codes", "classes")
@@ -154,11 +162,23 @@ class RuleSpec(BaseModel):
                 raise ValueError(f"sites_required: not available for {self.kind} rules")
             if self.sites_required != "all" and self.sites_required < 1:
                 raise ValueError("sites_required: at least 1, or 'all'")
+        if self.round_trip and self.kind != "latency":
+            raise ValueError(
+                f"phase: a logon round trip ({self.phase}) is kept on raw samples only; "
+                "only latency rules can use it"
+            )
+        if self.round_trip and self.window > RAW_MAX_SPAN.total_seconds() * 1000:
+            raise ValueError("window: at most 2d for a logon round trip (raw samples only)")
         if self.kind == "agent" and self.per != "mode":
             raise ValueError("per: agent rules have one instance per agent")
         return self
 
     # -- derived ----------------------------------------------------------------------
+    @property
+    def round_trip(self) -> bool:
+        """``phase`` is one round trip of the logon (``auth2``), not a whole timing."""
+        return self.phase in LOGON_PHASE_ORDER and self.phase not in PHASES
+
     @property
     def quantile(self) -> float:
         return PERCENTILES[self.percentile]

@@ -2,24 +2,32 @@
 in the store (samples written through the store's writer and rolled up, or an agent's
 own heartbeats) by the real evaluator, and delivered by the real deliverer to a real HTTP
 receiver that checks the webhook signature: baseline, mode comparison, agent heartbeat,
-and a quorum of sites (``sites_required``)."""
+a quorum of sites (``sites_required``), and a latency rule on one logon round trip
+(``phase: auth2``) fed by real logons against the Oracle Net simulator."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from sqlalchemy import text
 
 from app.agent.coordination.registry import Registry
+from app.alerts.rules import RuleSpec
 from app.notify.contacts import ContactPointSpec, upsert_contact_point
 from app.notify.deliver import Deliverer
+from app.probes.spec import ProbeSpec
 from tests.alerts.conftest import T0, World, ok
+from tests.fixtures.oraclesim import OracleSimHandle
 from tests.fixtures.receivers import HttpReceiver
 from tests.notify.conftest import notify_settings
+from tests.probes.conftest import oracle_endpoint, run_probe
 
 
 class Wired:
@@ -218,3 +226,59 @@ def test_quorum_fires_only_when_enough_sites_see_it(wired: Wired) -> None:
     minute(2, default=400.0, east=90.0, west=90.0)  # back to one site: clears
     assert wired.step(T0 + timedelta(minutes=3)) == ["firing", "resolved"]
     assert world.state("slow-from-2-sites", mode="pooled") == "resolved"
+
+
+def test_a_rule_on_one_logon_round_trip(wired: Wired, oraclesim: OracleSimHandle) -> None:
+    """``phase: auth2``: real connping logons (python-oracledb thin against the simulator)
+    stored as the series' samples; a slow password check (the simulator's slow-logon
+    fault lands in authentication phase two) fires the auth2 rule and not the rule on the
+    listener's ``connect`` round trip, and resolves when the fault is gone."""
+    world = wired.world
+    for name, phase in (("auth2-slow", "auth2"), ("connect-slow", "connect")):
+        world.rule(
+            name=name,
+            kind="latency",
+            selector={"modes": ["dedicated"]},
+            phase=phase,
+            percentile="p50",
+            window="1m",
+            threshold_ms=250,
+            clear_ms=200,
+            **POLICY,
+        )
+    sid = world.sid["dedicated"]
+
+    def logons(minute: int) -> None:
+        runs = run_probe(ProbeSpec("connping", oracle_endpoint(oraclesim)), runs=3)
+        at = [T0 + timedelta(minutes=minute, seconds=10 * i) for i in range(3)]
+        assert all(s.ok and s.logon_phases for s in runs), [s.error_message for s in runs]
+        world.write([replace(s, series_id=sid, scheduled_at=t, started_at=t) for s, t in zip(
+            runs, at, strict=True)])  # fmt: skip
+
+    logons(0)
+    assert wired.step(T0 + timedelta(minutes=1)) == []
+    oraclesim.faults.add("slow", "logon", delay_ms=400)
+    logons(1)
+    assert wired.step(T0 + timedelta(minutes=2)) == ["firing"]
+    alert = wired.alert(0)
+    assert alert["labels"] == {"target": "sales", "mode": "dedicated", "probe": "connping"}
+    assert float(str(alert["value"])) >= 400 and alert["threshold"] == 250
+    summary = str(alert["summary"])
+    assert re.search(r"\(connping\): auth2 p50 4\d\d ms > 250 ms over 1m$", summary), summary
+    assert world.state("connect-slow", mode="dedicated") == "normal"
+    oraclesim.faults.clear()
+    logons(2)
+    assert wired.step(T0 + timedelta(minutes=3)) == ["firing", "resolved"]
+    assert world.state("auth2-slow", mode="dedicated") == "resolved"
+    assert world.transitions("connect-slow") == []
+
+
+def test_round_trip_phases_are_named_and_kept_to_latency_rules() -> None:
+    assert RuleSpec(name="r", kind="latency", phase="auth2", threshold_ms=50).round_trip
+    assert not RuleSpec(name="r", kind="latency", phase="logon", threshold_ms=50).round_trip
+    with pytest.raises(ValidationError, match=r"or a logon round trip: tcp_connect, .*auth2"):
+        RuleSpec(name="r", kind="latency", phase="auth3", threshold_ms=50)
+    with pytest.raises(ValidationError, match="only latency rules can use it"):
+        RuleSpec(name="r", kind="baseline", phase="auth2", ratio=2)
+    with pytest.raises(ValidationError, match="at most 2d for a logon round trip"):
+        RuleSpec(name="r", kind="latency", phase="auth2", threshold_ms=50, window="3d")

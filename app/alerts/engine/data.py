@@ -7,6 +7,7 @@ all its sites' samples, not an average of per-site p95s. Sources:
 
 - latency percentiles: raw samples for windows up to 1 hour (exact), else the merged
   1-minute rollup histograms (within 1.96 %; the minute not yet rolled up is missing);
+  one round trip of the logon (``auth2``: ``samples.logon_phases``) always raw (exact);
 - failures: raw samples up to 1 hour, else 1-minute rollups' error-code maps;
 - the last N runs and the newest sample: raw samples;
 - baselines: the stored per-hour (``weeks``) or per-minute (``trailing``) percentiles.
@@ -25,6 +26,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from app.samples import LOGON_PHASE_ORDER
 from app.slo.compute import NOT_THE_DATABASE
 from app.store.histogram.buckets import bucket_value
 from app.store.layout import ORIGIN_SQL, no_jit
@@ -76,7 +78,8 @@ def latency(
     end: datetime,
     phase: str,
 ) -> tuple[dict[int, Latency], dict[int, Latency]]:
-    """(per series, per group) percentiles of ``phase`` over ``[start, end)``."""
+    """(per series, per group) percentiles of ``phase`` (a timing, or a logon round trip
+    such as ``auth2``) over ``[start, end)``."""
     if not groups:
         return {}, {}
     no_jit(conn)
@@ -88,13 +91,18 @@ def latency(
     m = "m(sid, gid) as (select * from unnest(cast(:sids as int[]), cast(:gids as int[])))"
     per_s: dict[int, Latency] = {}
     per_g: dict[int, Latency] = {}
-    if end - start <= RAW_UP_TO:
+    if phase in LOGON_PHASE_ORDER:  # one round trip: kept on raw samples only
+        value, source = "(t.logon_phases ->> cast(:ph as text))::bigint", "connwatch_samples"
+        params["ph"] = phase
+    else:
+        value, source = f"t.{phase}_ns", "connwatch_sample_timings"
+    if phase in LOGON_PHASE_ORDER or end - start <= RAW_UP_TO:
         rows = conn.execute(
             text(
                 f"with {m} select t.series_id, m.gid, count(*), percentile_disc("
-                f"array[0.5, 0.95, 0.99]) within group (order by t.{phase}_ns) "
-                "from connwatch_sample_timings(cast(:sids as int[]), :a, :b) t "
-                f"join m on m.sid = t.series_id where t.status = 'ok' and t.{phase}_ns is not null "
+                f"array[0.5, 0.95, 0.99]) within group (order by {value}) "
+                f"from {source}(cast(:sids as int[]), :a, :b) t "
+                f"join m on m.sid = t.series_id where t.status = 'ok' and {value} is not null "
                 "group by grouping sets ((t.series_id), (m.gid))"
             ),
             params,
