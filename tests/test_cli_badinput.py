@@ -81,7 +81,7 @@ def test_an_interval_beyond_the_column_fails_dry_run_and_import_alike(
 ) -> None:
     f = tmp_path / "t.yaml"
     f.write_text(TARGET.replace("INTERVAL", "600h"))
-    expected = "modes[0].probes[0].interval: 25d is longer than 24d, the longest the store keeps"
+    expected = "modes[0].probes[0].interval: 600h is longer than 24d, the longest the store keeps"
     assert_clean_failure(cli("targets", "import", "--dry-run", str(f)), expected)  # type: ignore[arg-type]
     assert_clean_failure(cli("targets", "import", str(f), env=store), expected)  # type: ignore[arg-type]
     assert _count(store, "select count(*) from targets") == 0

@@ -33,6 +33,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
@@ -114,14 +115,16 @@ class ProbeEntry(_Strict):
     enabled: bool = True
     params: dict[str, Any] = Field(default_factory=dict)
 
-    @field_validator("interval", "timeout")
+    @field_validator("interval", "timeout", mode="wrap")
     @classmethod
-    def _fits_the_store(cls, v: int | None) -> int | None:
+    def _fits_the_store(cls, given: Any, handler: ValidatorFunctionWrapHandler) -> int | None:
         # the store keeps both as int4 milliseconds (MAX_SERIES_MS); 600h overflowed it
+        v: int | None = handler(given)
         if v is not None and v > MAX_SERIES_MS:
+            shown = given.strip() if isinstance(given, str) else format_duration_ms(v)
             raise ValueError(
-                f"{format_duration_ms(v)} is longer than "
-                f"{format_duration_ms(MAX_SERIES_MS)}, the longest the store keeps"
+                f"{shown} is longer than {format_duration_ms(MAX_SERIES_MS)}, "
+                "the longest the store keeps"
             )
         return v
 

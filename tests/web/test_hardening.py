@@ -200,7 +200,7 @@ def _new_target_form(**fields: str) -> dict[str, str]:
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"mode-0-interval": "600h"}, "25d is longer than 24d, the longest the store keeps"),
+        ({"mode-0-interval": "600h"}, "600h is longer than 24d, the longest the store keeps"),
         ({"mode-0-timeout": "9999999h"}, "is too long: a duration is at most 3650d"),
         ({"mode-0-interval": "1" * 400 + "s"}, "expected a duration such as 10s"),
         ({"mode-0-params": '{"sdu": 99999999999999999999}'}, "must be an integer 512..2097152"),
