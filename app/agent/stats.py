@@ -13,7 +13,8 @@ Keys of ``agents.stats`` (every heartbeat, about once a second):
                        the series still in flight), ``BUSY`` (no free run slot),
                        ``RATE_LIMIT`` (logon token buckets empty), ``OVERLOAD`` (more
                        runs due than the event loop can start on time, or a timeout
-                       during which the loop itself was behind)
+                       during which the loop itself was behind), ``PAUSED`` (a
+                       maintenance window with ``pause_probes`` was open)
 ``config_errors``      runs that produced a CONFIG error sample (series not buildable)
 ``series``             series this agent runs now
 ``in_flight``          runs executing now

@@ -43,6 +43,12 @@ CONNWATCH: dict[str, tuple[str, str]] = {
         "cores or agents, or lengthen intervals; the Agents page says by how much; "
         "the monitor's trouble, not the database's",
     ),
+    "PAUSED": (
+        "skipped: a maintenance window with pause_probes was open; the message names it "
+        "and when it ends",
+        "planned work (Alerts > Maintenance windows); probing resumes at the window's end, "
+        "with a fresh logon; not the database's fault",
+    ),
     "OVERRUN": (
         "skipped: the previous run of this series was still running",
         "a run that takes longer than the interval (slow or hanging target); the "

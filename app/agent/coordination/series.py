@@ -35,6 +35,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from app.agent.coordination.locks import SERIES, WORKER_BASE, LockSession, live_workers
+from app.agent.scheduling.pauses import PauseBook
 from app.agent.scheduling.specs import SeriesRow, fingerprint, load_series
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,9 @@ class SeriesCoordinator:
     held: set[int] = field(default_factory=set)  # series locked and run by this worker
     releasing: set[int] = field(default_factory=set)  # locked, no longer run, unlock next tick
     live: int = 1
+    pauses: PauseBook | None = None  # maintenance windows pausing the series run here
     _session: LockSession | None = None
+    _pause_error: bool = False
     _fingerprint: str | None = None
     _site_rows: dict[int, SeriesRow] = field(default_factory=dict)
     _last_owned: dict[int, SeriesRow] = field(default_factory=dict)
@@ -134,6 +137,14 @@ class SeriesCoordinator:
             changed = True
             self._record_assignments(conn, owned)
             self._last_owned = owned
+        if self.pauses is not None:
+            try:
+                self.pauses.refresh(conn, set(owned))
+                self._pause_error = False
+            except Exception:  # unreadable windows: keep the spans known so far
+                if not self._pause_error:
+                    log.warning("cannot read the maintenance windows", exc_info=True)
+                self._pause_error = True
         return TickResult(owned, self.live, changed)
 
     def _rebalance(self, conn: Connection) -> None:

@@ -10,8 +10,10 @@ even after the loop was blocked; the job then arms one event-loop timer per memb
 series at the series' own instant (slot instant + the series' offset within the slot),
 so every series still runs on its own deterministic phase. At its instant a series:
 
-0. records a SKIPPED sample ``OVERRUN`` if its previous run is still in flight (at most
-   one run per series is ever in flight), else starts the run as its own task, which:
+0. records a SKIPPED sample ``PAUSED`` if a maintenance window pausing its probes is
+   open at that instant (:mod:`app.agent.scheduling.pauses`; decided when the slot
+   fires, no timer armed), or ``OVERRUN`` if its previous run is still in flight (at
+   most one run per series is ever in flight), else starts the run as its own task, which:
 
 1. records a SKIPPED sample ``LATE`` if it starts past its grace (half an interval,
    at most ``max_grace_s``);
@@ -43,6 +45,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from app.agent.scheduling.limits import Limiter
 from app.agent.scheduling.overload import LoopMonitor, OverloadControl, initial_credit
+from app.agent.scheduling.pauses import Pause, PauseBook
 from app.agent.scheduling.phase import (
     from_ms,
     grace_s,
@@ -149,6 +152,7 @@ class SeriesScheduler:
         self.demand_per_s = 0.0  # instants due per second, all series together
         self.monitor = LoopMonitor()
         self.overload = OverloadControl(self.monitor, lambda: self.demand_per_s)
+        self.pauses = PauseBook()  # refreshed by the worker's coordination thread
 
     # -- lifecycle ------------------------------------------------------------
     def start(self) -> None:
@@ -311,10 +315,17 @@ class SeriesScheduler:
         # the loop's clock at the slot's instant (wall clock -> monotonic loop time)
         at = loop.time() + (run_time.timestamp() - time.time())
         admit = self.overload.admit
+        paused = self.pauses.spans
         for sid, delta_ms in members.items():
             job = self.jobs.get(sid)
             if job is None:
                 continue
+            if sid in paused:
+                instant = run_time + timedelta(milliseconds=delta_ms)
+                pause = self.pauses.at(sid, instant)
+                if pause is not None:
+                    self._paused(job, instant, pause)
+                    continue
             # a kept session not yet (or no longer) logged on goes first: its logon is a
             # one-off (bounded by the logon rate caps); shedding it would make the costly
             # logon wave after a start last 1 / share intervals
@@ -364,6 +375,13 @@ class SeriesScheduler:
             f"the run could not start within its grace of {job.grace_s:g} s "
             f"(it was {late_s:.3f} s late)",
         )
+
+    def _paused(self, job: SeriesJob, scheduled: datetime, pause: Pause) -> None:
+        """An instant inside a maintenance window that pauses probes: skipped, and the
+        session kept across runs closed (the first run after the window logs on)."""
+        if job.probe is not None:
+            self._retire(job)
+        self._skip(job.row, scheduled, "PAUSED", pause.message())
 
     def _overloaded(self, job: SeriesJob, scheduled: datetime, late_s: float | None = None) -> None:
         msg = self.overload.message  # formatted once per control window, not per skip

@@ -160,7 +160,12 @@ class ProbeWorker:
             ThreadPoolExecutor(self.opt.thick_threads, thread_name_prefix="connwatch-driver")
         )
         self.coord = SeriesCoordinator(
-            self.engine, self.name, agent_id, self.site, worker=self.index
+            self.engine,
+            self.name,
+            agent_id,
+            self.site,
+            worker=self.index,
+            pauses=self.scheduler.pauses,
         )
         self.heap.start()
         self.writer.start()
