@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -96,22 +96,36 @@ def test_overrun_and_late_runs_are_recorded_as_skipped(
                 conn, add_mode(conn, t, "d", "direct"), interval_ms=1000, timeout_ms=1000
             )
 
+        marks: dict[str, datetime] = {}
+
         async def block_the_loop(agent: Any) -> None:
             await asyncio.sleep(2.5)
+            marks["blocked"] = datetime.now(UTC)
             time.sleep(2.2)  # the event loop is stuck: instants pass unseen
+            marks["unblocked"] = datetime.now(UTC)
             await asyncio.sleep(2.0)
 
         agent = run_agent(
             store, make_settings(tmp_path, "postgresql://unused/x"), 0, during=block_the_loop
         )
     rows = by_series(samples_of(store, [*healthy, overrun]))
+    blocked, unblocked = marks["blocked"], marks["unblocked"]
     for sid in healthy:
-        # 2.2 s blocked, 500 ms interval, 250 ms grace: 4 instants could not start in time,
-        # LATE, or OVERRUN if the block caught a run of the series in flight; a run the block
-        # held past its deadline is the agent's stall (OVERLOAD), never the target's TIMEOUT
-        codes = Counter(r.error_code for r in rows[sid] if r.status == "skipped")
+        # 2.2 s blocked, 500 ms interval, 250 ms grace: at least 3 instants of the block
+        # could not start in time: LATE, or OVERRUN if the block caught a run of the series
+        # in flight; a run the block held past its deadline is the agent's stall
+        # (OVERLOAD), never the target's TIMEOUT. Outside the block a loaded machine may
+        # make the target itself slow: its own timeouts there are honest samples.
+        near = [
+            r
+            for r in rows[sid]
+            if blocked - timedelta(milliseconds=600) <= r.scheduled_at <= unblocked
+        ]
+        codes = Counter(r.error_code for r in near if r.status == "skipped")
         assert sum(codes.values()) >= 3 and set(codes) <= {"LATE", "OVERRUN", "OVERLOAD"}, codes
-        assert {r.status for r in rows[sid]} <= {"ok", "skipped"}
+        assert {r.status for r in near} <= {"ok", "skipped"}, [
+            (r.status, r.error_code) for r in near
+        ]
         assert gaps([r.scheduled_at for r in rows[sid]], 500) == []
     o = rows[overrun]
     assert gaps([r.scheduled_at for r in o], 1000) == []
