@@ -1,0 +1,251 @@
+"""The web under load while the agent probes beside it: ``connwatch serve --workers W``.
+
+Issue 16, item 4. Runs the real product, ``python -m app.cli.main serve --workers W``
+(W web processes sharing the port, the agent in a process of its own, one agent worker),
+against the Oracle Net simulator (its own process, latency off) with ``--series``
+sessionping series at 1 s over 20 targets, and a throw-away PostgreSQL store. For W = 1
+and W = ``--workers`` in turns:
+
+- *idle*: ``--window`` seconds without web traffic: the agent's start lag p99
+  (``started_at - scheduled_at`` of the runs whose instant falls in the window, from the
+  stored samples, nearest rank);
+- *load*: Debian's ``wrk`` (``-t2 -c--connections -d--window``, ``--latency``) over a
+  mix of pages, API calls and ``/metrics`` (round robin, below); requests/s, latency
+  p50/p99 as wrk reports them, non-2xx responses; and the agent's start lag p99 over
+  the same seconds.
+
+The mix: the overview (``/``), a target page, its timeseries API call, the compare page
+and API call, the Agents page, the Samples page and ``/metrics``. Every URL is checked
+to answer 200 before the run. Load averages (1 min) are printed at the start and end
+of each window. Needs ``wrk`` (``apt-get install wrk``).
+
+    .venv/bin/python bench/bench_serve.py                  # --series 300 --workers 2
+    .venv/bin/python bench/bench_serve.py --connections 64 --window 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cryptography.fernet import Fernet
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Engine
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_agent import setup_series  # noqa: E402
+
+from app import migrate  # noqa: E402
+from app.agent.stats import percentile  # noqa: E402
+from app.config import Settings  # noqa: E402
+from app.credentials import Vault  # noqa: E402
+from app.demo.pgcluster import PgCluster, free_port  # noqa: E402
+from app.oraclesim.tooling.runner import SimulatorProcess  # noqa: E402
+
+MIX = [
+    "/",
+    "/target/sim00?range=1h",
+    "/api/v1/targets/sim00/timeseries?phase=logon&range=1h",
+    "/compare?target=sim01&range=24h",
+    "/api/v1/compare?target=sim01&range=24h",
+    "/agents",
+    "/samples?target=sim02",
+    "/metrics",
+]
+
+
+def status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as res:
+            return int(res.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+    except OSError:
+        return 0
+
+
+def lag_p99(engine: Engine, t0: datetime, t1: datetime) -> tuple[float, int]:
+    with engine.connect() as conn:
+        lags = sorted(
+            float(r[0])
+            for r in conn.execute(
+                text(
+                    "select extract(epoch from started_at - scheduled_at) * 1000 from samples "
+                    "where scheduled_at >= :a and scheduled_at < :b and status <> 'skipped'"
+                ),
+                {"a": t0, "b": t1},
+            )
+        )
+    return round(percentile(lags, 99), 2), len(lags)
+
+
+def wrk(port: int, script: Path, connections: int, seconds: float) -> dict[str, Any]:
+    out = subprocess.run(
+        ["wrk", "-t2", f"-c{connections}", f"-d{int(seconds)}s", "--latency", "-s", str(script),
+         f"http://127.0.0.1:{port}"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+
+    def ms(label: str) -> float:
+        m = re.search(rf"^\s*{label}\s+([\d.]+)(us|ms|s)\b", out, re.M)
+        if not m:
+            return float("nan")
+        return float(m.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(2)]
+
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    errors = re.search(r"Socket errors:.*", out)
+    return {
+        "rps": float(rps.group(1)) if rps else 0.0,
+        "p50_ms": ms("50%"),
+        "p99_ms": ms("99%"),
+        "non_2xx": int(bad.group(1)) if bad else 0,
+        "socket_errors": errors.group(0) if errors else "",
+    }
+
+
+def one(
+    workers: int, url: str, tmp: Path, key: str, engine: Engine, script: Path, args: Any
+) -> dict[str, Any]:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONNWATCH_")}
+    env.update(
+        CONNWATCH_DATABASE_URL=url,
+        CONNWATCH_DATA_DIR=str(tmp / f"serve-{workers}"),
+        CONNWATCH_SECRET_KEY=key,
+        CONNWATCH_PORT=str(port),
+        CONNWATCH_AGENT_NAME=f"serve-w{workers}",
+        CONNWATCH_AGENT_WORKERS="1",
+        CONNWATCH_LOG_LEVEL="WARNING",
+    )
+    log = tmp / f"serve-{workers}.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "app.cli.main", "serve", "--workers", str(workers)],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300
+        while status(base + "/healthz") != 200:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise SystemExit(log.read_text()[-3000:])
+            time.sleep(1)
+        started = datetime.now(UTC)
+        while True:  # the agent is up and (nearly) every session logged on
+            with engine.connect() as conn:
+                up = conn.execute(
+                    text(
+                        "select count(distinct series_id) from samples "
+                        "where status = 'ok' and scheduled_at > :s"
+                    ),
+                    {"s": started},
+                ).scalar_one()
+            if up >= 0.9 * args.series:
+                break
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise SystemExit(log.read_text()[-3000:])
+            time.sleep(1)
+        time.sleep(args.warm)
+        codes = {p: status(base + p) for p in MIX}
+        bad = {p: c for p, c in codes.items() if c != 200}
+        if bad:
+            print(f"not 200, left in the mix anyway: {bad}", flush=True)
+        load0 = os.getloadavg()[0]
+        t0 = datetime.now(UTC)
+        time.sleep(args.window)
+        t1 = datetime.now(UTC)
+        idle = lag_p99(engine, t0, t1)
+        load1 = os.getloadavg()[0]
+        w = wrk(port, script, args.connections, args.window)
+        t2 = datetime.now(UTC)
+        load2 = os.getloadavg()[0]
+        busy = lag_p99(engine, t1, t2)
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
+        try:
+            proc.wait(120)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return {
+        "web_workers": workers,
+        "rps": w["rps"],
+        "p50_ms": w["p50_ms"],
+        "p99_ms": w["p99_ms"],
+        "non_2xx": w["non_2xx"],
+        "socket_errors": w["socket_errors"],
+        "lag_p99_idle_ms": idle[0],
+        "lag_p99_load_ms": busy[0],
+        "runs_idle": idle[1],
+        "runs_load": busy[1],
+        "load1": f"{load0:.1f}/{load1:.1f}/{load2:.1f}",
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--series", type=int, default=300)
+    ap.add_argument("--workers", type=int, default=2, help="web processes, compared with 1")
+    ap.add_argument("--connections", type=int, default=32)
+    ap.add_argument("--window", type=float, default=20.0)
+    ap.add_argument("--warm", type=float, default=15.0)
+    args = ap.parse_args()
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk is not installed (apt-get install wrk)")
+    tmp = Path(tempfile.mkdtemp(prefix="connwatch-bench-serve-"))
+    tmp.chmod(0o755)
+    cluster = PgCluster(tmp / "pg")
+    cluster.init()
+    cluster.start()
+    key = Fernet.generate_key().decode()
+    script = tmp / "mix.lua"
+    paths = ", ".join(f'"{p}"' for p in MIX)
+    script.write_text(
+        f"local paths = {{{paths}}}\nlocal i = 0\n"
+        "request = function()\n  i = i % #paths + 1\n  return wrk.format('GET', paths[i])\nend\n"
+    )
+    results = []
+    print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores", flush=True)
+    try:
+        sim_cfg = tmp / "sim.yaml"
+        sim_cfg.write_text("processes: 100000\n")
+        with SimulatorProcess(sim_cfg, no_latency=True) as sim:
+            cluster.create_database("serve")
+            url = cluster.url("serve")
+            engine = create_engine(url, pool_pre_ping=True)
+            migrate.upgrade(engine)
+            vault = Vault.from_settings(Settings(database_url=url, data_dir=tmp, secret_key=key))
+            setup_series(engine, vault, sim.port, args.series, "sessionping", 1000, 900)
+            for w in (1, args.workers):
+                r = one(w, url, tmp, key, engine, script, args)
+                results.append(r)
+                print(r, flush=True)
+            engine.dispose()
+    finally:
+        cluster.stop(mode="immediate")
+        shutil.rmtree(tmp, ignore_errors=True)
+    cols = list(results[0]) if results else []
+    print("\n| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    for r in results:
+        print("| " + " | ".join(str(r[c]) for c in cols) + " |")
+
+
+if __name__ == "__main__":
+    main()
