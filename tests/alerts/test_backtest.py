@@ -67,3 +67,20 @@ def test_error_rate_and_m_of_n_backtests(world: World) -> None:
         r3 = backtest(conn, unsupported, end, days=1)
     assert r1.fired == 1 and r2.fired == 1
     assert not r3.supported and "cannot be backtested" in r3.sentence()
+
+
+def test_nodata_backtest_finds_the_gap_and_round_trip_rules_say_why_not(world: World) -> None:
+    end = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=2)
+    start = end - timedelta(minutes=30)
+    world.minutes("dedicated", start, 10, 80.0)  # last sample at 9:50
+    world.minutes("dedicated", start + timedelta(minutes=20), 10, 80.0)  # back at 20:00
+    spec = RuleSpec(name="s", kind="nodata", intervals=3, selector={"modes": ["dedicated"]})
+    round_trip = RuleSpec(name="a", kind="latency", phase="auth2", threshold_ms=50)
+    with world.engine.connect() as conn:
+        res = backtest(conn, spec, end, days=1)
+        rt = backtest(conn, round_trip, end, days=1)
+    assert res.supported and res.instances == 1
+    first, gap = res.episodes  # silent before the first sample, then the 10-minute gap
+    assert first.end == start
+    assert (gap.start, gap.end) == (start + timedelta(minutes=11), start + timedelta(minutes=20))
+    assert not rt.supported and "auth2" in rt.sentence() and "raw samples only" in rt.sentence()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tests.alerts.conftest import T0, World, bad
+from tests.alerts.conftest import T0, World, bad, ok
 
 LATENCY = {
     "name": "logon-slow",
@@ -143,3 +143,30 @@ def test_group_wait_gathers_alerts_into_one_message(world: World) -> None:
     (msg,) = world.messages()
     assert msg["subject"] == "[FIRING:2] logon-slow (page)"
     assert len(msg["alerts"]) == 2
+
+
+def test_too_few_samples_is_nodata_and_a_firing_alert_keeps_firing_without_data(
+    world: World,
+) -> None:
+    """The nodata state (fewer than min_samples), absence of data that is no recovery, and
+    ``send_resolved: false`` (the resolution is recorded, not sent)."""
+    world.webhook()
+    world.rule(**{**LATENCY, "pending": "0s", "send_resolved": False})
+    sid = world.sid["pooled"]
+    world.write([ok(sid, T0 + timedelta(seconds=10 * i), 400.0) for i in range(2)])
+    world.cycle(T0 + timedelta(minutes=1))
+    assert world.state("logon-slow", mode="pooled") == "nodata"  # 2 samples < 3
+    world.minutes("pooled", T0 + timedelta(minutes=1), 1, 400.0)
+    world.cycle(T0 + timedelta(minutes=2))
+    assert world.state("logon-slow", mode="pooled") == "firing"
+    world.cycle(T0 + timedelta(minutes=3, seconds=30))  # the window holds no sample
+    assert world.state("logon-slow", mode="pooled") == "firing"
+    world.minutes("pooled", T0 + timedelta(minutes=4), 1, 90.0)
+    world.cycle(T0 + timedelta(minutes=5))
+    assert world.state("logon-slow", mode="pooled") == "resolved"
+    assert [m["subject"].split("]")[0] for m in world.messages()] == ["[FIRING:1"]
+    assert world.transitions("logon-slow", "pooled") == [
+        ("normal", "nodata"),
+        ("nodata", "firing"),  # pending 0: at once
+        ("firing", "resolved"),
+    ]
