@@ -62,26 +62,38 @@ TLS_STYLES: dict[str, ModeStyle] = {
     "pooled": {"color": OKABE_ITO["purple"], "dash": "dashdot", "symbol": "triangle-down"},
 }
 # For a second mode of one style on a target (two dedicated modes pinned to two RAC
-# instances, say): first colours no kind prefers (black, then Paul Tol's muted scheme,
-# also colour-blind safe), so a TLS mode added later still finds its own colour free;
-# then the kinds' colours (yellow is too light on white).
+# instances, say): first colours no kind prefers and no instance line uses (Paul Tol's
+# muted scheme, colour-blind safe), so a TLS mode added later still finds its own colour
+# free; then the kinds' colours (yellow is too light on white).
 SPARE_STYLES: tuple[ModeStyle, ...] = tuple(
     {"color": c, "dash": d, "symbol": s}
     for c, d, s in (
-        (OKABE_ITO["black"], "longdash", "x"),
-        ("#882255", "dash", "triangle-left"),
-        ("#44AA99", "dot", "triangle-right"),
-        ("#332288", "dashdot", "pentagon"),
-        ("#999933", "longdash", "cross"),
-        ("#888888", "longdashdot", "bowtie"),
+        ("#CC6677", "dash", "triangle-left"),
+        ("#117733", "dot", "triangle-right"),
+        ("#AA4499", "dashdot", "pentagon"),
+        ("#DDCC77", "longdash", "cross"),
         (OKABE_ITO["blue"], "solid", "circle"),
         (OKABE_ITO["orange"], "dash", "square"),
         (OKABE_ITO["green"], "dot", "diamond"),
         (OKABE_ITO["vermillion"], "longdash", "hexagon"),
         (OKABE_ITO["sky"], "longdashdot", "star"),
         (OKABE_ITO["purple"], "dashdot", "triangle-down"),
+        (OKABE_ITO["black"], "longdash", "x"),
+        ("#882255", "longdashdot", "bowtie"),
     )
 )
+# The server charts' lines, one per instance: colours no mode prefers, so an instance
+# line under the latency charts is never read as a mode (SALES2 was dedicated-tls's
+# vermillion): near-black, then Tol's muted wine, teal, olive, indigo, grey.
+INSTANCE_COLORS: tuple[str, ...] = (
+    "#222222",
+    "#882255",
+    "#44AA99",
+    "#999933",
+    "#332288",
+    "#888888",
+)
+
 _FALLBACK: ModeStyle = {"color": OKABE_ITO["black"], "dash": "longdash", "symbol": "x"}
 
 

@@ -58,6 +58,18 @@ def test_every_page_fits_a_phone(
     width = page.evaluate("document.documentElement.scrollWidth")
     page.screenshot(path=str(ARTIFACTS / f"phone-{name}.png"), full_page=True)
     assert width <= 390, f"{path} is {width} px wide on a 390 px phone"
+    # a card table's caption reads as a paragraph under the cards, not a column of words
+    captions = page.evaluate(
+        """() => [...document.querySelectorAll('table.cards')]
+             .filter(t => t.caption && !t.caption.classList.contains('sr-only'))
+             .map(t => { const c = t.caption.getBoundingClientRect(),
+                            b = t.tBodies[0].getBoundingClientRect(),
+                            rows = t.tBodies[0].rows,
+                            last = rows.length ? rows[rows.length - 1].getBoundingClientRect() : b;
+                         return [t.id, c.width / b.width, c.top >= last.bottom - 1]; })"""
+    )
+    for table, share, under in captions:
+        assert share > 0.9 and under, (path, table, share, under)
     assert page.console_errors == []
 
 

@@ -15,7 +15,15 @@ from app.credentials import Vault
 from app.store.write.ingest import write_samples
 from app.targets.schema import parse_targets
 from app.targets.sync import import_targets
-from app.web.palette import MODE_STYLES, OKABE_ITO, SPARE_STYLES, mode_style, target_styles
+from app.web.palette import (
+    INSTANCE_COLORS,
+    MODE_STYLES,
+    OKABE_ITO,
+    SPARE_STYLES,
+    TLS_STYLES,
+    mode_style,
+    target_styles,
+)
 from app.web.views.lookups import load_targets
 from tests.web.data import _ok
 
@@ -35,6 +43,13 @@ def test_tls_modes_have_their_own_colour_and_dash() -> None:
     oracle = [mode_style(k, t) for k in ("dedicated", "shared", "pooled") for t in ("tcp", "tcps")]
     assert len({s["color"] for s in oracle}) == 6
     assert OKABE_ITO["yellow"] not in {s["color"] for s in oracle}  # unreadable on white
+
+
+def test_instance_lines_are_never_in_a_mode_colour() -> None:
+    kinds = {s["color"] for s in (*MODE_STYLES.values(), *TLS_STYLES.values())}
+    first_spares = {s["color"] for s in SPARE_STYLES[:4]}
+    assert not set(INSTANCE_COLORS) & (kinds | first_spares)
+    assert len(set(INSTANCE_COLORS)) == len(INSTANCE_COLORS)
 
 
 def test_every_mode_of_a_target_gets_a_colour_of_its_own() -> None:

@@ -22,6 +22,7 @@ from app.store.read.serverstats import (
     server_series,
     server_window,
 )
+from app.web.palette import INSTANCE_COLORS
 from app.web.views.lookups import TargetInfo
 
 # name -> (label, unit, group); the charts' rows in this order
@@ -49,7 +50,6 @@ METRIC_INFO: dict[str, tuple[str, str, str]] = {
     "shared_servers_max": ("Shared servers allowed (max_shared_servers)", "", "Shared servers"),
     "circuits": ("Virtual circuits now", "", "Shared servers"),
 }
-INSTANCE_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
 NO_SERIES = (
     "No serverstats series on this target: add the probe `serverstats` to one of its "
     "modes (grants in docs/probes.md) to see what the server saw."
