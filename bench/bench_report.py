@@ -14,7 +14,9 @@ Measured, for the last complete week, in this process:
 
 1. baseline: the store's ``weekly()`` over the same 2 weeks for every mode (what the old
    report read), then ``build_report`` (figures, verdicts with their bootstrap, trend,
-   SLOs, incidents, mode comparison), each ``--iterations`` times;
+   SLOs, incidents, mode comparison), each ``--iterations`` times, with the CPU time of
+   this process and of its PostgreSQL backend per build (what a loaded machine does
+   not inflate, unlike the wall time);
 2. rendering: the view + HTML document, Chromium ``--print-to-pdf`` (size, pages), CSV,
    the mail's HTML and text;
 3. sending: a subscription's full ``deliver`` (render + archive + outbox, one transaction)
@@ -58,7 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app import migrate
 from app.config import Settings
-from app.demo.pgcluster import PgCluster
+from app.demo.pgcluster import PgCluster, free_port
 from app.reports.content.build import build_report
 from app.reports.content.period import last_week
 from app.reports.delivery.schedule import period_due
@@ -74,6 +76,15 @@ from app.store.write.synthetic import generate
 
 def load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def backend_cpu(pid: int) -> float | None:
+    """CPU seconds (user + system) of a PostgreSQL backend on this machine, if visible."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def timed(fn: Any, n: int) -> tuple[list[float], Any]:
@@ -195,14 +206,22 @@ def main() -> int:
                            phase="ping", probe="connping")  # fmt: skip
             return len(a) + len(b)
 
+        cpu: list[tuple[float, float | None]] = []
+
         def build() -> Any:
             with engine.connect() as conn:
-                return build_report(conn, period, now=now)
+                pid = conn.execute(text("select pg_backend_pid()")).scalar_one()
+                c0, p0 = backend_cpu(pid), time.process_time()
+                rep = build_report(conn, period, now=now)
+                c1 = backend_cpu(pid)
+                cpu.append((time.process_time() - p0, c1 - c0 if c0 and c1 else None))
+                return rep
 
         tb, nrows = timed(baseline, args.iterations)
         tr, report = timed(build, args.iterations)
         results["baseline_weekly_s"] = tb
         results["build_report_s"] = tr
+        results["build_report_cpu_s"] = cpu
         print(f"baseline weekly() x2 ({nrows} rows): {stats(tb)}", flush=True)
         with engine.connect() as conn:
             span = conn.execute(text("select min(bucket), max(bucket), count(*) from rollup_1h"))
@@ -210,6 +229,9 @@ def main() -> int:
         print("rollup_1h first, last, rows:", results["rollup_1h"], flush=True)
         print(f"build_report ({len(report.rows)} rows, {len(report.incidents)} incidents, "
               f"{len(report.comparisons)} comparisons): {stats(tr)}", flush=True)  # fmt: skip
+        print("  CPU per build (python, postgres backend): "
+              + ", ".join(f"{a:.2f} s + {b:.2f} s" if b is not None else f"{a:.2f} s + ?"
+                          for a, b in cpu), flush=True)  # fmt: skip
         # the heap is traced from here on (tracing slows Python code: not while timing the
         # builds above; deliver() below builds the report again under it)
         tracemalloc.start()
@@ -246,7 +268,7 @@ def main() -> int:
                 got.append(len(envelope.content))
                 return "250 OK"
 
-        port = 20000 + os.getpid() % 20000
+        port = free_port()  # a fixed guess collided with another helper's server
         controller = Controller(Handler(), hostname="127.0.0.1", port=port)
         controller.start()
         try:
