@@ -64,6 +64,36 @@ def test_small_history(engine: Engine) -> None:
         assert row[1] <= row[0] <= row[2] * (1 + MAX_RELATIVE_ERROR)
 
 
+def test_a_year_repeats_the_simulated_weeks_to_the_day(engine: Engine) -> None:
+    """``simulate_days``: older 1-hour and 1-day rollups are the simulated weeks shifted back
+    by whole multiples of them (same weekday and hour), every day counted in its week."""
+    rep = generate(
+        engine, series=2, days=1, rollup_days=22, interval_s=600, end=END, simulate_days=5
+    )
+    raw_first = END.replace(hour=0)
+    sim = raw_first - timedelta(days=7)  # 5 days rounded up to a week
+    with engine.connect() as conn:
+        for table, per_day in (("rollup_1h", 24), ("rollup_1d", 1)):
+            rows = conn.execute(
+                text(
+                    f"select series_id, bucket, n, n_ok, total_p95, total_hi, total_hc "
+                    f"from {table} where bucket < :d order by 1, 2"
+                ),
+                {"d": raw_first},
+            ).all()
+            assert len(rows) == 21 * per_day * 2  # 21 older days, 2 series
+            by_key = {(r[0], r[1]): (*r[2:5], tuple(r[5]), tuple(r[6])) for r in rows}
+            simulated = {k: v for k, v in by_key.items() if k[1] >= sim}
+            assert len(simulated) == 7 * per_day * 2
+            for (sid, at), values in simulated.items():
+                for weeks in (1, 2):
+                    assert by_key[sid, at - timedelta(days=7 * weeks)] == values
+            assert len({v for v in simulated.values()}) > 1  # not one row copied everywhere
+        days = conn.execute(text("select sum(n) from rollup_1d")).scalar_one()
+        assert conn.execute(text("select sum(n) from rollup_1w")).scalar_one() == days
+    assert rep.rollup_rows == 21 * 25 * 2
+
+
 # --------------------------------------------------------------------------- backfill
 
 LIVE = datetime(2026, 11, 21, 3, 0, 2, tzinfo=UTC)  # first live sample of the connping series
