@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from app.reports.content.change import (
+    ModeBlocks,
     availability_verdict,
     history_noise,
     interp_quantile,
@@ -159,3 +160,15 @@ def test_the_summary_names_the_worst_few_not_hundreds() -> None:
     assert lower.startswith("120 modes had lower availability")
     assert "t119/dedicated (-2.19 pts)" in lower  # the worst first
     assert "and 114 more (see the table)" in lower and "t000/" not in lower
+
+
+def test_a_step_of_one_bucket_is_never_a_change() -> None:
+    """Two p95s one bucket apart (+4.0 % / -3.8 %) are within the store's resolution, for
+    every bucket: rounding of the bucket values used to let about half of them through as
+    "faster" or "slower" (seen in a 100-target report)."""
+    none = ModeBlocks([], 0)
+    for i in range(300, 560):
+        lower, upper = bucket_value(i) / 1e6, bucket_value(i + 1) / 1e6
+        for cur, prev in ((lower, upper), (upper, lower)):
+            v = latency_verdict(cur, prev, none, none, [], seed=0)
+            assert v.word == "no clear change" and "resolution" in v.reason, (i, v)

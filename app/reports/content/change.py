@@ -4,7 +4,9 @@ A p95 change is called **slower** or **faster** only when all three hold:
 
 1. **resolution**: it is larger than 4 %. Each p95 is within 1.96 % of the exact value
    (the store's log buckets), so two of them can differ by up to 4 % (one bucket) with
-   no change at all: a smaller change has no direction we can trust;
+   no change at all: a smaller change has no direction we can trust. A step of exactly
+   one bucket (+4.0 % / -3.8 %) is within it, whatever the floating-point rounding of
+   the two bucket values;
 2. **sampling noise**: the 95 % interval of the ratio this period / previous period
    excludes 1. The interval comes from a block bootstrap: each period is cut into
    blocks of 6 hours (a month: days), blocks are resampled with replacement 400 times
@@ -221,7 +223,7 @@ def latency_verdict(
             q_lo, q_hi = np.quantile(ratios, (a, 1.0 - a))
             lo, hi = (float(q_lo) - 1.0) * 100.0, (float(q_hi) - 1.0) * 100.0
     word = "slower" if change > 0 else "faster"
-    if abs(math.log(cur / prev)) <= math.log1p(RESOLUTION):
+    if abs(math.log(cur / prev)) <= math.log1p(RESOLUTION) * (1.0 + 1e-9):  # rounding
         reason = f"within the store's resolution ({RESOLUTION * 100:.0f} %)"
     elif lo is None or hi is None:
         reason = "too few hours with samples to tell it from noise"
