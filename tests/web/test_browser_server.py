@@ -206,6 +206,14 @@ def test_pool_exhaustion_shows_as_logon_spike_and_pool_waits_in_the_same_minutes
     assert "DRCP pool waits" in page.inner_text("[data-server-panel]")
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= PHONE["width"] + 1, width
+    # each instance's title (the table's caption) stands above its figures, not under them
+    order = page.evaluate(
+        """() => [...document.querySelectorAll('[data-server-panel] table.cards')]
+             .filter(t => t.caption && t.tBodies[0].rows.length)
+             .map(t => t.caption.getBoundingClientRect().bottom
+                       <= t.tBodies[0].rows[0].getBoundingClientRect().top + 1)"""
+    )
+    assert order and all(order), order
     _shot(page, "server_drcp_window_phone")
     page.set_viewport_size({"width": 1440, "height": 900})
     page.reload()
