@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -277,6 +278,8 @@ def main() -> int:
     ap.add_argument("--days", type=int, default=30)
     ap.add_argument("--explain", action="store_true", help="print the 24 h read's query plan")
     args = ap.parse_args()
+    # a kill (SIGTERM) stops the throw-away PostgreSQL too, as Ctrl-C does
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     tmp = Path(tempfile.mkdtemp(prefix="connwatch-bench-serverstats-"))
     cluster = None
     try:
