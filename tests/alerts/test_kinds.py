@@ -11,7 +11,7 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -23,11 +23,14 @@ from app.alerts.rules import RuleSpec
 from app.notify.contacts import ContactPointSpec, upsert_contact_point
 from app.notify.deliver import Deliverer
 from app.probes.spec import ProbeSpec
-from tests.alerts.conftest import T0, World, ok
+from app.slo.definitions import SloSpec, upsert_slo
+from app.targets.selector import Selector
+from tests.alerts.conftest import T0, World, bad, ok
 from tests.fixtures.oraclesim import OracleSimHandle
 from tests.fixtures.receivers import HttpReceiver
 from tests.notify.conftest import notify_settings
 from tests.probes.conftest import oracle_endpoint, run_probe
+from tests.store.conftest import make_target
 
 
 class Wired:
@@ -282,3 +285,37 @@ def test_round_trip_phases_are_named_and_kept_to_latency_rules() -> None:
         RuleSpec(name="r", kind="baseline", phase="auth2", ratio=2)
     with pytest.raises(ValidationError, match="at most 2d for a logon round trip"):
         RuleSpec(name="r", kind="latency", phase="auth2", threshold_ms=50, window="3d")
+
+
+def test_each_slo_burn_window_pair_fires_on_its_own(world: World) -> None:
+    """Objective 99 % (1 % budget), one target per pair, a run a minute: 25 % failed over
+    the last hour burns 25x (1 h & 5 min > 14.4x); 10 % over 6 hours burns 10x, under
+    14.4x (6 h & 30 min > 6x); 3.3 % over 3 days burns 3.3x, under 6x (3 d & 6 h > 1x,
+    a ticket)."""
+    end = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=1)
+    with world.engine.begin() as conn:
+        upsert_slo(conn, SloSpec(name="up", selector=Selector(), objective=99.0))
+    world.rule(name="burn", kind="slo_burn", slo="up", per="target")
+    samples = []
+    for name, minutes, every in (("fast", 60, 4), ("steady", 360, 10), ("slow", 4320, 30)):
+        with world.engine.begin() as conn:
+            sid = make_target(conn, name, "oracle", {"dedicated": [("connping", 60_000)]})[
+                ("dedicated", "connping")
+            ]
+        for i in range(minutes):
+            at = end - timedelta(minutes=i + 1)
+            samples.append(bad(sid, at) if i % every == 0 else ok(sid, at, 80.0))
+    world.write(samples)
+    world.rollup()
+    world.cycle(end)
+    pairs = {"fast": "1h and 5m (> 14.4x: page)", "steady": "6h and 30m (> 6x: page)"}
+    pairs["slow"] = "3d and 6h (> 1x: ticket)"
+    for name, pair in pairs.items():
+        assert world.state("burn", target=name) == "firing", name
+        with world.engine.connect() as conn:
+            summary = conn.execute(
+                text("select summary from alert_instances where labels->>'target' = :t"),
+                {"t": name},
+            ).scalar_one()
+        assert summary.endswith(pair), (name, summary)
+    assert world.state("burn", target="sales") == "nodata"  # no runs: nothing to judge
