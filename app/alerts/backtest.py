@@ -101,7 +101,7 @@ def backtest(
     if spec.round_trip:  # rollups keep no round trips: replaying raw days is not built
         res.supported = False
         res.note = (
-            f"a rule on one logon round trip ({spec.phase}) cannot be backtested yet: "
+            f"A rule on one logon round trip ({spec.phase}) cannot be backtested yet: "
             "round trips are kept on raw samples only"
         )
         return res
