@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+# A list setting is written as comma-separated values: CONNWATCH_ALLOWED_HOSTS=a.corp,b.corp
+CommaList = Annotated[list[str], NoDecode]
+RoleOrNone = Literal["none", "viewer", "operator", "admin"]
 
 
 class Settings(BaseSettings):
@@ -266,6 +270,158 @@ class Settings(BaseSettings):
     alerts_history_days: int = Field(
         default=1826, ge=1, description="Days alert state transitions are kept."
     )
+
+    # -- access control (app/auth, app/web/access; README "Security") --------------------
+    anonymous_role: Literal["none", "viewer"] = Field(
+        default="none",
+        description=(
+            "Role of a request without login from CONNWATCH_ANONYMOUS_NETWORKS: none, or "
+            "viewer (read-only dashboard; the demo sets it)."
+        ),
+    )
+    anonymous_networks: CommaList = Field(
+        default=["127.0.0.0/8", "::1/128"],
+        description="Client networks the anonymous role applies to (default: loopback only).",
+    )
+    allowed_hosts: CommaList = Field(
+        default=[],
+        description=(
+            "Host header names the web answers to (DNS rebinding guard); '*.corp' matches "
+            "subdomains. Empty: localhost, 127.0.0.1, ::1 and CONNWATCH_HOST."
+        ),
+    )
+    trusted_proxies: CommaList = Field(
+        default=[],
+        description=(
+            "Networks of reverse proxies whose X-Forwarded-For/-Proto and auth-proxy headers "
+            "are believed. Empty: none."
+        ),
+    )
+    session_idle_minutes: int = Field(
+        default=480, ge=5, le=43_200, description="A login session ends after this idle time."
+    )
+    session_max_hours: int = Field(
+        default=168, ge=1, le=8_760, description="A login session ends this long after login."
+    )
+    metrics_public: bool = Field(
+        default=False,
+        description="Serve /metrics without a token (else: a bearer token with read scope).",
+    )
+    oidc_issuer: str | None = Field(
+        default=None, description="OpenID Connect issuer URL: enables single sign-on."
+    )
+    oidc_client_id: str | None = Field(default=None, description="OIDC client id.")
+    oidc_client_secret: SecretStr | None = Field(default=None, description="OIDC client secret.")
+    oidc_scopes: str = Field(default="openid profile email", description="OIDC scopes requested.")
+    oidc_role_claim: str = Field(
+        default="groups", description="ID token / userinfo claim holding groups or roles."
+    )
+    oidc_roles: CommaList = Field(
+        default=[],
+        description="Claim value to role, e.g. 'dba=operator,dba-leads=admin' (highest wins).",
+    )
+    oidc_default_role: RoleOrNone = Field(
+        default="none",
+        description="Role of an allowed OIDC user no mapping matches (none: refused).",
+    )
+    oidc_allowed_subjects: CommaList = Field(
+        default=[],
+        description="If set, only these OIDC subjects or e-mail addresses may log in.",
+    )
+    oidc_redirect_url: str | None = Field(
+        default=None,
+        description=(
+            "OIDC callback URL registered at the provider. Default: <origin>/login/oidc/callback."
+        ),
+    )
+    proxy_user_header: str | None = Field(
+        default=None,
+        description=(
+            "Auth-proxy header naming the user (e.g. X-Forwarded-User): enables proxy auth "
+            "from CONNWATCH_TRUSTED_PROXIES."
+        ),
+    )
+    proxy_groups_header: str | None = Field(
+        default=None, description="Auth-proxy header listing the user's groups (comma-separated)."
+    )
+    proxy_roles: CommaList = Field(
+        default=[], description="Proxy group to role, e.g. 'dba=operator,admins=admin'."
+    )
+    proxy_default_role: RoleOrNone = Field(
+        default="none", description="Role of a proxy user no group maps (none: refused)."
+    )
+    # -- secrets and what a target may point at (app/secrets) ----------------------------
+    secret_file_dirs: CommaList = Field(
+        default=[],
+        description=(
+            "Directories file: password references may read from. Empty: file: references are off."
+        ),
+    )
+    secret_env_prefix: str = Field(
+        default="",
+        description=(
+            "Prefix of the variables env: password references may read. "
+            "Empty: env: references are off."
+        ),
+    )
+    target_networks: CommaList = Field(
+        default=[],
+        description="If set, targets and test now may only reach these networks (CIDRs).",
+    )
+    max_series_per_target: int = Field(
+        default=64, ge=1, le=10_000, description="Probe series one target may have (all modes)."
+    )
+    min_interval_ms: int = Field(
+        default=1000, ge=100, le=3_600_000, description="Smallest probe interval, in ms."
+    )
+    test_now_per_minute: int = Field(
+        default=20, ge=1, le=10_000, description="'Test now' runs one user may start per minute."
+    )
+
+    @field_validator(
+        "anonymous_networks",
+        "allowed_hosts",
+        "trusted_proxies",
+        "oidc_roles",
+        "oidc_allowed_subjects",
+        "proxy_roles",
+        "secret_file_dirs",
+        "target_networks",
+        mode="before",
+    )
+    @classmethod
+    def _comma_list(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [part.strip() for part in v.split(",") if part.strip()]
+        return v
+
+    @field_validator("anonymous_networks", "trusted_proxies", "target_networks", mode="after")
+    @classmethod
+    def _networks(cls, v: list[str]) -> list[str]:
+        import ipaddress
+
+        for net in v:
+            try:
+                ipaddress.ip_network(net, strict=False)
+            except ValueError:
+                raise ValueError(f"{net!r} is not a network (e.g. 10.0.0.0/8 or ::1/128)") from None
+        return v
+
+    @field_validator("oidc_roles", "proxy_roles", mode="after")
+    @classmethod
+    def _role_map(cls, v: list[str]) -> list[str]:
+        for item in v:
+            value, sep, role = item.rpartition("=")
+            if not sep or not value or role not in ("viewer", "operator", "admin"):
+                raise ValueError(f"{item!r}: write VALUE=ROLE with ROLE viewer, operator or admin")
+        return v
+
+    @field_validator("secret_env_prefix", mode="after")
+    @classmethod
+    def _narrow_prefix(cls, v: str) -> str:
+        if v and (len(v) < 4 or not v.endswith("_")):
+            raise ValueError("the prefix must be at least 4 characters and end with '_'")
+        return v
 
     @field_validator("data_dir", mode="after")
     @classmethod

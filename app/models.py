@@ -87,6 +87,8 @@ targets = Table(
     Column("username", Text, nullable=False),
     Column("password_enc", Text, nullable=True),
     Column("password_ref", Text, nullable=True),
+    # the reference and the endpoints it is bound to, encrypted (app/secrets/binding.py)
+    Column("ref_binding", Text, nullable=True),
     Column("params", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
     Column("labels", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
     Column("enabled", Boolean, nullable=False, server_default=text("true")),

@@ -61,10 +61,10 @@ from app.agent.scheduling.phase import phase_offset_ms  # noqa: E402
 from app.agent.service import Agent  # noqa: E402
 from app.agent.stats import percentile  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.credentials import Vault  # noqa: E402
 from app.demo.pgcluster import PgCluster  # noqa: E402
 from app.oraclesim.tooling.runner import SimulatorProcess  # noqa: E402
 from app.samples import Sample, SampleStatus  # noqa: E402
+from app.secrets import Vault  # noqa: E402
 from app.store.layout import COLUMNS, SAMPLE_TYPES  # noqa: E402
 
 

@@ -225,9 +225,9 @@ def _got(rx: Any, since: int, status: str, rule: str) -> bool:
 
 
 def bench_latency(args: argparse.Namespace) -> None:
-    from app.credentials import Vault
     from app.notify.contacts import ContactPointSpec, upsert_contact_point
     from app.oraclesim import SimConfig
+    from app.secrets import Vault
     from tests.agent.conftest import add_mode, add_series, add_target
     from tests.agent.procs import KEY
     from tests.fixtures.oraclesim import OracleSimHandle

@@ -38,8 +38,8 @@ from sqlalchemy import create_engine, text
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app import migrate
-from app.credentials import Vault
 from app.demo.pgcluster import PgCluster, free_port
+from app.secrets import Vault
 from app.store.read.totals import totals
 from app.store.write.synthetic import generate
 from app.web.app import create_app

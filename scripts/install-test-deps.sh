@@ -15,3 +15,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# The OpenID provider the SSO tests start on loopback (npm package oidc-provider, locked).
+if [ ! -d tests/oidc/node_modules/oidc-provider ]; then
+  command -v npm >/dev/null 2>&1 || {
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  }
+  echo "installing tests/oidc (oidc-provider) with npm ci"
+  npm ci --prefix tests/oidc --no-audit --no-fund --loglevel=error >/dev/null
+fi

@@ -496,7 +496,27 @@ CW.initModeFilter = () => {
   });
 };
 
+/* the Add-target form's kind select reloads the form for that kind (no inline handler: CSP) */
+CW.initKindSwitch = () => {
+  const sel = document.querySelector("[data-kind-switch]");
+  if (sel) sel.addEventListener("change", () => { location.href = "/targets/new?kind=" + encodeURIComponent(sel.value); });
+};
+
+/* the anti-forgery token for fetch() writes: fetch(url, {method: "POST", headers: CW.csrfHeaders()}) */
+CW.csrfHeaders = (extra = {}) => {
+  const meta = document.querySelector('meta[name="csrf-token"]');
+  return meta ? { ...extra, "X-CSRF-Token": meta.content } : { ...extra };
+};
+
+/* forms that ask first: <form data-confirm="Really?"> (no inline handler: CSP) */
+CW.initConfirm = () => {
+  document.querySelectorAll("form[data-confirm]").forEach((f) =>
+    f.addEventListener("submit", (e) => { if (!confirm(f.dataset.confirm)) e.preventDefault(); }));
+};
+
 document.addEventListener("DOMContentLoaded", () => {
+  CW.initConfirm();
+  CW.initKindSwitch();
   CW.initModeFilter();
   CW.localizeTimes();
   CW.initRangeForm();

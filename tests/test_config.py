@@ -63,8 +63,10 @@ def test_readme_defaults_are_the_codes_defaults() -> None:
         default = field.get_default(call_default_factory=True)
         if "<" in said:
             continue
-        if said == "unset":
-            ok = default is None or default == ""
+        if said in ("unset", "empty"):
+            ok = default is None or default == "" or default == []
+        elif isinstance(default, list):  # comma-separated settings (app.config.CommaList)
+            ok = said == ",".join(default)
         elif isinstance(default, bool):
             ok = said.lower() == str(default).lower()
         elif isinstance(default, int | float):

@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from app import migrate
-from app.credentials import Vault
 from app.demo.pgcluster import PgCluster
+from app.secrets import Vault
 from app.targets.schema import parse_targets
 from app.targets.sync import import_targets
 from tests.fixtures.oraclesim import OracleSimHandle

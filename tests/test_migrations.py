@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.engine import Engine
 
+import app.auth.tables  # noqa: F401  (its tables join the metadata compared below)
 from app import migrate
 from app.models import metadata
 

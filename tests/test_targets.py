@@ -9,8 +9,8 @@ from cryptography.fernet import Fernet
 from sqlalchemy import select, text
 from sqlalchemy.engine import Connection, Engine
 
-from app.credentials import Vault
 from app.models import modes, series, targets
+from app.secrets import Vault
 from app.targets.schema import (
     TargetsFileError,
     credentials_in,

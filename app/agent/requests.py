@@ -31,10 +31,10 @@ from sqlalchemy.engine import Connection
 from app.agent.output.records import to_json
 from app.agent.scheduling.specs import SeriesRow, SpecError, build_spec, load_for_request
 from app.config import Settings
-from app.credentials import Vault
 from app.probes.base import ProbeConfigError
 from app.probes.registry import create_probe
 from app.probes.runner import run_once
+from app.secrets import Vault
 
 # the table side (claim, finish, expire, the row) lives in the store, shared with the web
 from app.store.probe_requests import (

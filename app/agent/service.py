@@ -40,8 +40,8 @@ from app.agent.scheduling.specs import SeriesRow
 from app.agent.stats import combine
 from app.agent.workers.unit import ProbeWorker, drain_leftovers
 from app.config import Settings
-from app.credentials import Vault
 from app.drivers import eventloop
+from app.secrets import Vault
 from app.store.write.maintenance import maintain
 
 if TYPE_CHECKING:

@@ -39,7 +39,6 @@ from sqlalchemy.engine import Connection
 from app.alerts.mute.maintenance import WindowSpec, delete_window, list_windows, upsert_window
 from app.alerts.mute.silences import SilenceSpec, create_silence, list_silences
 from app.alerts.rules import RuleSpec, delete_rule, list_rules, upsert_rule
-from app.credentials import Vault
 from app.notify.contacts import (
     ContactPointSpec,
     delete_contact_point,
@@ -47,6 +46,7 @@ from app.notify.contacts import (
     list_contact_points,
     upsert_contact_point,
 )
+from app.secrets import Vault
 from app.slo.definitions import (
     SloSpec,
     delete_slo,

@@ -62,7 +62,7 @@ def alerts_import(
 ) -> None:
     """Create or update alerting objects from a YAML file (all or nothing)."""
     from app.alerts.ascode import import_alerts, load_alerts_file
-    from app.credentials import Vault
+    from app.secrets import Vault
 
     doc = load_alerts_file(file)
     n = sum(

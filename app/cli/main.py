@@ -23,8 +23,8 @@ from app.agent.output.wal import WalLocked
 from app.cli import helpfmt
 from app.cli.errors import CliError as CliError  # re-exported: commands import it from here
 from app.config import Settings
-from app.credentials import SecretError
 from app.db import StoreError
+from app.secrets import SecretError
 from app.targets.schema import TargetsFileError
 
 if __name__ == "__main__":  # `python -m app.cli.main`: one module object, so command modules that
@@ -90,13 +90,36 @@ def check_port_free(host: str, port: int) -> None:
             raise CliError(f"cannot bind {host}:{port}: {exc.strerror}") from None
 
 
-def warn_if_public(host: str) -> None:
-    if host not in ("127.0.0.1", "localhost", "::1"):
+def warn_if_public(settings: Settings, host: str) -> None:
+    if host in ("127.0.0.1", "localhost", "::1"):
+        return
+    if not settings.allowed_hosts:
         typer.echo(
-            f"connwatch: warning: binding to {host}: connwatch has no login yet, so anyone who "
-            "can reach this address can see every target and change them",
+            f"connwatch: warning: binding to {host}: only requests for localhost/127.0.0.1 "
+            "are answered until CONNWATCH_ALLOWED_HOSTS names the host users type",
             err=True,
         )
+    if settings.anonymous_role != "none":
+        typer.echo(
+            f"connwatch: note: anonymous {settings.anonymous_role} access applies only to "
+            f"clients in {', '.join(settings.anonymous_networks)}",
+            err=True,
+        )
+
+
+def say_if_no_admin(engine: Engine, settings: Settings) -> None:
+    """One line on how to create the first admin, when there is none yet."""
+    from app.auth import users
+
+    with engine.connect() as conn:
+        if users.count_admins(conn) > 0:
+            return
+    if settings.oidc_issuer or settings.proxy_user_header:
+        return
+    typer.echo(
+        "connwatch: no admin account yet: create one with 'connwatch users add NAME --role admin'",
+        err=True,
+    )
 
 
 # --------------------------------------------------------------------------- commands
@@ -146,9 +169,10 @@ def _run_web(
 
     host = host or settings.host
     port = port or settings.port
-    warn_if_public(host)
+    warn_if_public(settings, host)
     check_port_free(host, port)
     engine = open_store(settings, migrate_to_head=True)
+    say_if_no_admin(engine, settings)
     n = workers if workers is not None else settings.web_workers
     run_web(settings, engine, host, port, with_agent=with_agent, workers=n or cores())
 
@@ -288,6 +312,9 @@ def _register_alerting() -> None:
 
 
 _register_alerting()
+from app.cli.users import users_cli as _users_cli  # noqa: E402
+
+cli.add_typer(_users_cli, name="users")
 
 
 # --------------------------------------------------------------------------- targets
@@ -302,7 +329,7 @@ def targets_import(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate only.")] = False,
 ) -> None:
     """Create or update targets from a YAML file (all or nothing)."""
-    from app.credentials import Vault
+    from app.secrets import Vault
     from app.targets.schema import load_targets_file
     from app.targets.sync import import_targets
 

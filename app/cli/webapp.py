@@ -53,7 +53,7 @@ def build_app(settings: Settings, engine: Engine) -> FastAPI:
     through the store: reports and alerts)."""
     from app.web.app import create_app
 
-    app = create_app(engine)
+    app = create_app(engine, settings=settings)
     if settings.reports_enabled:
         from app.reports.delivery import runner
 
@@ -165,6 +165,8 @@ def run_web(
             from app.agent.workers.supervisor import plain_main
 
             os.environ["CONNWATCH_DATABASE_URL"] = url  # the workers' factory reads it
+            # and the access mode the caller chose (the demo's anonymous viewer)
+            os.environ["CONNWATCH_ANONYMOUS_ROLE"] = settings.anonymous_role
             with plain_main():
                 uvicorn.run(
                     "app.cli.webapp:factory",

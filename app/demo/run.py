@@ -25,7 +25,6 @@ import typer
 from sqlalchemy.engine import Engine
 
 from app.config import Settings
-from app.credentials import Vault
 from app.demo import oracle_depth
 from app.demo.history import (  # noqa: F401  (re-exported for callers of run)
     HISTORY_DAYS,
@@ -34,6 +33,7 @@ from app.demo.history import (  # noqa: F401  (re-exported for callers of run)
     load_history,
     load_history_in_background,
 )
+from app.secrets import Vault
 from app.targets.schema import TargetsFile, parse_targets
 from app.targets.sync import dump_yaml, import_targets
 
@@ -244,9 +244,11 @@ def load_demo_targets(engine: Engine, settings: Settings, doc: TargetsFile) -> N
 
 def run(settings: Settings, *, host: str | None, port: int | None, history: bool) -> None:
     from app.cli.main import _run_web, open_store
+    from app.demo.access import demo_settings, ensure_admin
 
     check_nothing_running(settings, host, port)
     typer.echo("connwatch demo: starting")
+    settings = demo_settings(settings)
     engine = open_store(settings, migrate_to_head=True)
     oracles = [
         DemoOracle("sales", "SALES1", 1521, instances=("SALES1", "SALES2")),
@@ -259,4 +261,5 @@ def run(settings: Settings, *, host: str | None, port: int | None, history: bool
         typer.echo(f"  {len(doc.targets)} demo targets loaded")
         if history:  # behind the dashboard: it starts now, the history loads meanwhile
             load_history_in_background(engine, settings)
+        ensure_admin(engine, f"http://{host or settings.host}:{port or settings.port}/")
         _run_web(settings, host, port, with_agent=True)

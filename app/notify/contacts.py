@@ -7,7 +7,7 @@
 | ``email`` | ``to``: recipients | none (the SMTP password is a setting) |
 | ``alertmanager`` | ``url`` (base URL), ``username`` (optional) | basic-auth password |
 
-A secret follows the rules of target passwords (app/credentials.py): a literal is
+A secret follows the rules of target passwords (app/secrets/): a literal is
 encrypted with the installation's Fernet key before it is stored; ``env:NAME`` /
 ``file:PATH`` references are stored as they are and resolved only when sending. No
 secret is ever returned: views say ``encrypted``, ``reference`` or ``none``.
@@ -23,10 +23,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection
 
-from app.credentials import Vault, is_reference, resolve_reference
 from app.notify.addresses import AddressError, check_addresses
 from app.notify.channels.base import Destination
 from app.notify.tables import contact_points
+from app.secrets import Vault, is_reference
+from app.secrets.references import resolve_reference
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 Channel = Literal["webhook", "slack", "email", "alertmanager"]

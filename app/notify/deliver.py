@@ -19,13 +19,13 @@ import httpx2
 from sqlalchemy.engine import Engine
 
 from app.config import Settings
-from app.credentials import SecretError, Vault
 from app.notify import outbox
 from app.notify.channels.base import Destination, SendContext
 from app.notify.channels.registry import CHANNELS
 from app.notify.contacts import ContactPointError, destination
 from app.notify.outbox import Claimed, Outcome
 from app.notify.smtp import SmtpConfig
+from app.secrets import SecretError, Vault
 
 log = logging.getLogger(__name__)
 

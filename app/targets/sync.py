@@ -16,8 +16,8 @@ import yaml
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.engine import Connection
 
-from app.credentials import Vault, is_reference
 from app.models import modes, series, targets
+from app.secrets import Vault, is_reference
 from app.targets.durations import format_duration_ms
 from app.targets.schema import ModeEntry, TargetEntry, TargetsFile
 
@@ -186,14 +186,19 @@ def _sync_series(conn: Connection, mode_id: int, m: ModeEntry, *, prune: bool) -
     return changed
 
 
-def export_targets(conn: Connection, *, include_secrets: bool = True) -> dict[str, Any]:
+def export_targets(
+    conn: Connection, *, include_secrets: bool = True, names: list[str] | None = None
+) -> dict[str, Any]:
     """The stored targets as a document that :func:`import_targets` reads back unchanged.
 
     Passwords are exported only as references or as the Fernet token (usable only with
     this installation's key); never in plain text. ``include_secrets=False`` omits them.
     """
     out: list[dict[str, Any]] = []
-    trows = conn.execute(select(targets).order_by(targets.c.name)).mappings().all()
+    q = select(targets).order_by(targets.c.name)
+    if names is not None:
+        q = q.where(targets.c.name.in_(names))
+    trows = conn.execute(q).mappings().all()
     for t in trows:
         entry: dict[str, Any] = {
             "name": t["name"],
@@ -253,6 +258,12 @@ def _export_modes(conn: Connection, target_id: int) -> list[dict[str, Any]]:
         mode["probes"] = probes
         result.append(mode)
     return result
+
+
+def snapshot(conn: Connection, name: str) -> dict[str, Any] | None:
+    """One target as its export entry (for the audit log's before/after), or None."""
+    found = export_targets(conn, names=[name])["targets"]
+    return found[0] if found else None
 
 
 def dump_yaml(doc: dict[str, Any]) -> str:

@@ -7,17 +7,22 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DataError, SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import __version__, migrate
-from app.credentials import Vault
+from app.config import Settings, get_settings
+from app.secrets import Vault
+from app.web.access.config import AccessConfig
+from app.web.access.guards import assert_guarded, public
+from app.web.access.identify import NotAuthenticated
+from app.web.access.middleware import AccessMiddleware
 from app.web.deps import STATIC_DIR, TEMPLATES_DIR, EngineDep, get_engine
 from app.web.inputguard import InputGuard
 from app.web.render import make_templates
@@ -33,6 +38,9 @@ from app.web.routes import (
     report_admin,
     vendor,
 )
+from app.web.routes import auth as auth_routes
+from app.web.routes import oidc as oidc_routes
+from app.web.routes import users as users_routes
 from app.web.timerange import RangeError
 
 __all__ = ["create_app", "get_engine"]
@@ -67,7 +75,24 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "; ".join(parts) or "invalid request"
 
 
-def create_app(engine: Engine, *, vault: Vault | None = None) -> FastAPI:
+def _login_required(request: Request, exc: NotAuthenticated) -> Response:
+    if request.method in ("GET", "HEAD") and _wants_html(request):
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        from urllib.parse import quote
+
+        return RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)
+    response = _error_page(request, 401, str(exc))
+    response.headers["WWW-Authenticate"] = 'Bearer realm="connwatch"'
+    return response
+
+
+def create_app(
+    engine: Engine, *, vault: Vault | None = None, settings: Settings | None = None
+) -> FastAPI:
+    """The web app. ``settings`` default to the process's (CONNWATCH_* variables); tests
+    pass their own (an anonymous role, allowed hosts) instead of weakening the defaults."""
+    settings = settings or get_settings()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
@@ -81,9 +106,12 @@ def create_app(engine: Engine, *, vault: Vault | None = None) -> FastAPI:
         # /docs is its own page rendered from the same OpenAPI schema (app/web/routes/apidocs.py).
         docs_url=None,
         redoc_url=None,
+        openapi_url=None,  # served by app/web/routes/apidocs.py behind the viewer guard
     )
     app.state.engine = engine
     app.state.vault = vault
+    app.state.settings = settings
+    app.state.access = AccessConfig.from_settings(settings)
     app.state.templates = make_templates(TEMPLATES_DIR, STATIC_DIR)
 
     @app.middleware("http")
@@ -95,6 +123,19 @@ def create_app(engine: Engine, *, vault: Vault | None = None) -> FastAPI:
         response = await call_next(request)
         response.headers["Server-Timing"] = f"app;dur={(time.perf_counter_ns() - t0) / 1e6:.2f}"
         return response
+
+    @app.exception_handler(NotAuthenticated)
+    async def _not_authenticated(request: Request, exc: NotAuthenticated) -> Response:
+        return _login_required(request, exc)
+
+    @app.exception_handler(DataError)
+    async def _data_error(request: Request, exc: DataError) -> Response:
+        # a value the store cannot hold (out of range, NUL): bad input, never a 500
+        reason = str(getattr(exc, "orig", exc) or exc).strip().splitlines()[0]
+        log.warning(
+            "%s %s: the store refused a value: %s", request.method, request.url.path, reason
+        )
+        return _error_page(request, 422, f"a value is out of range for the store: {reason}")
 
     @app.exception_handler(RangeError)
     async def _range_error(request: Request, exc: RangeError) -> Response:
@@ -114,11 +155,21 @@ def create_app(engine: Engine, *, vault: Vault | None = None) -> FastAPI:
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
         return _error_page(request, exc.status_code, str(exc.detail))
 
-    @app.get("/healthz", tags=["health"], summary="The process is up")
+    @app.get(
+        "/healthz",
+        tags=["health"],
+        summary="The process is up",
+        dependencies=[Depends(public)],
+    )
     def healthz() -> dict[str, str]:
         return {"status": "ok", "version": __version__}
 
-    @app.get("/readyz", tags=["health"], summary="The store is reachable and migrated to head")
+    @app.get(
+        "/readyz",
+        tags=["health"],
+        summary="The store is reachable and migrated to head",
+        dependencies=[Depends(public)],
+    )
     def readyz(engine: EngineDep) -> JSONResponse:
         try:
             with engine.connect() as conn:
@@ -155,7 +206,12 @@ def create_app(engine: Engine, *, vault: Vault | None = None) -> FastAPI:
     app.include_router(alerting_pages.router)
     app.include_router(alerting_settings.router)
     app.include_router(errors.router)
+    app.include_router(auth_routes.router)
+    app.include_router(oidc_routes.router)
+    app.include_router(users_routes.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.add_middleware(AccessMiddleware, config=app.state.access)
+    assert_guarded(app)
     # outermost: a NUL or an oversized body is refused before anything else reads it
     app.add_middleware(InputGuard, render=_error_page)
     return app

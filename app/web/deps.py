@@ -10,7 +10,7 @@ from fastapi import Depends, Request
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.engine import Connection, Engine
 
-from app.credentials import Vault
+from app.secrets import Vault
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES_DIR = ROOT / "templates"

@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+from fastapi import Request
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup, escape
 
 from app import __version__
 from app.explain import explain
@@ -96,6 +98,24 @@ def _explain_meaning(code: str | None) -> str:
     return found.meaning if found else ""
 
 
+def whoami(request: Request) -> Any:
+    """The request's principal once a guard identified it (None on public pages)."""
+    principal = getattr(request.state, "principal", None)
+    return principal if principal is not None and principal.role is not None else None
+
+
+def csrf_token(request: Request) -> str:
+    principal = getattr(request.state, "principal", None)
+    return (getattr(principal, "csrf_token", None) or "") if principal is not None else ""
+
+
+def csrf_field(request: Request) -> Markup:
+    """The hidden anti-forgery field every state-changing form carries."""
+    return Markup('<input type="hidden" name="csrf_token" value="{}">').format(
+        escape(csrf_token(request))
+    )
+
+
 def make_templates(templates_dir: Path, static_dir: Path) -> Jinja2Templates:
     templates = Jinja2Templates(directory=str(templates_dir))
     env = templates.env
@@ -115,5 +135,8 @@ def make_templates(templates_dir: Path, static_dir: Path) -> Jinja2Templates:
         static=lambda name: f"/static/{name}?v={versions.get(name, __version__)}",
         explain_line=_explain_line,
         explain_meaning=_explain_meaning,
+        whoami=whoami,
+        csrf_token=csrf_token,
+        csrf_field=csrf_field,
     )
     return templates

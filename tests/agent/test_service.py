@@ -221,7 +221,9 @@ def test_runs_inside_serve_lifespan(
     from app.web.app import create_app
 
     ids = pg_target_series(store, pg_cluster, pg_database, 2, interval_ms=500)
-    app = create_app(store)
+    from tests.fixtures.auth import web_settings
+
+    app = create_app(store, settings=web_settings())
     attach(app, store, make_settings(tmp_path, "postgresql://unused/x"))
     with TestClient(app) as client:
         assert client.get("/healthz").status_code == 200

@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from app.agent.scheduling.specs import SpecError, build_spec, fingerprint, load_series
-from app.credentials import Vault
 from app.probes.spec import OracleEndpoint, OracleServerType, PgRoute, PostgresEndpoint, Purity
+from app.secrets import Vault
 from tests.agent.conftest import add_mode, add_series, add_target, make_settings
 
 

@@ -14,9 +14,9 @@ from sqlalchemy.engine import Engine
 
 from app.alerts.engine.cycle import CycleReport, Evaluator
 from app.alerts.rules import RuleSpec, upsert_rule
-from app.credentials import Vault
 from app.notify.contacts import ContactPointSpec, upsert_contact_point
 from app.samples import ErrorClass, Sample, SampleStatus
+from app.secrets import Vault
 from app.store.write.ingest import write_samples
 from app.store.write.rollups import roll_up_pending
 from tests.store.conftest import make_target

@@ -16,7 +16,7 @@ from app.alerts.ascode import (
     import_alerts,
     parse_alerts,
 )
-from app.credentials import Vault
+from app.secrets import Vault
 
 GOOD = """
 contact_points:

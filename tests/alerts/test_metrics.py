@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from fastapi.testclient import TestClient
-
-from app.web.app import create_app
 from tests.alerts.conftest import T0, World
+from tests.fixtures.auth import web_client
 
 
 def test_alerts_and_outbox_on_metrics(world: World) -> None:
@@ -31,7 +29,7 @@ def test_alerts_and_outbox_on_metrics(world: World) -> None:
     )
     world.minutes("pooled", T0, 2, 400.0)
     world.cycle(T0 + timedelta(minutes=1))
-    with TestClient(create_app(world.engine, vault=world.vault)) as client:
+    with web_client(world.engine, world.vault, role="viewer") as client:
         body = client.get("/metrics").text
     assert (
         'ALERTS{alertname="down",alertstate="firing",severity="page",target="sales",'

@@ -19,9 +19,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from app.alerts.rules import RuleSpec, upsert_rule
-from app.credentials import Vault
 from app.notify.contacts import ContactPointSpec, upsert_contact_point
 from app.samples import ErrorClass
+from app.secrets import Vault
 from tests.agent.conftest import add_mode, add_series, add_target
 from tests.agent.procs import KEY, AgentProcs
 from tests.alerts.conftest import bad

@@ -3,33 +3,25 @@ change audited; secrets never shown; bad input a 422 naming the field."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from fastapi.testclient import TestClient
 
-from app.web.app import create_app
 from tests.alerts.conftest import T0, World
+from tests.fixtures.auth import web_client
 from tests.fixtures.receivers import HttpReceiver
 
 FORM = {"content-type": "application/x-www-form-urlencoded"}
 HTML = {"accept": "text/html"}
 
 
-@contextlib.contextmanager
-def web_client(
-    world_engine: object, vault: object, role: str | None = "operator"
-) -> Iterator[TestClient]:
-    # Access control (issue 12) is not on main yet: every route is open; ``role`` is what
-    # the test means, for when the guards arrive.
-    with TestClient(create_app(world_engine, vault=vault)) as client:  # type: ignore[arg-type]
-        yield client
+def _audit(engine: object) -> list[str]:
+    """The actions the audit log holds (app.auth.audit), oldest first."""
+    from sqlalchemy import text
 
-
-def _audit(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage().split()[1] for r in caplog.records if r.name == "connwatch.audit"]
+    with engine.connect() as conn:  # type: ignore[attr-defined]
+        rows = conn.execute(text("select action from audit_log order by id")).scalars().all()
+    return [r for r in rows if not r.startswith(("login.", "user."))]
 
 
 def test_alerts_page_and_actions(
@@ -88,7 +80,7 @@ def test_alerts_page_and_actions(
         assert any(e["kind"] == "firing" for e in events["events"])
         spikes = client.get("/spikes?range=30d", headers=HTML).text
         assert 'id="events"' in spikes and "DRCP pool resized" in spikes
-    assert _audit(caplog) == ["alert.ack", "silence.create", "annotation.create"]
+    assert _audit(world.engine) == ["alert.ack", "silence.create", "annotation.create"]
 
 
 def test_rule_editor_backtests_before_saving(
@@ -130,7 +122,7 @@ def test_rule_editor_backtests_before_saving(
             json={"name": "r2", "kind": "nodata", "contact_points": ["ghost"]},
         )
         assert api.status_code == 422 and "no contact point 'ghost'" in api.text
-    assert _audit(caplog) == ["rule.create"]
+    assert _audit(world.engine) == ["rule.create"]
 
 
 def test_contact_points_test_message_and_no_secret_shown(

@@ -10,8 +10,8 @@ from cryptography.fernet import Fernet
 from sqlalchemy.engine import Engine
 
 from app.config import Settings
-from app.credentials import Vault
 from app.notify.deliver import Deliverer
+from app.secrets import Vault
 from tests.fixtures.receivers import SmtpServer
 
 

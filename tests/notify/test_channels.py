@@ -9,11 +9,11 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from app.credentials import Vault
 from app.notify import outbox
 from app.notify.contacts import ContactPointSpec, upsert_contact_point
 from app.notify.deliver import Deliverer
 from app.notify.outbox import Attachment
+from app.secrets import Vault
 from tests.fixtures.receivers import (
     Alertmanager,
     HttpReceiver,

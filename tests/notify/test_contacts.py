@@ -7,7 +7,6 @@ from pydantic import ValidationError
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Engine
 
-from app.credentials import Vault
 from app.notify.contacts import (
     ContactPointSpec,
     delete_contact_point,
@@ -18,6 +17,7 @@ from app.notify.contacts import (
     upsert_contact_point,
 )
 from app.notify.tables import contact_points, notify_attachments, notify_deliveries, notify_outbox
+from app.secrets import Vault
 from app.slo.tables import slos
 
 

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 from cryptography.fernet import Fernet
 from sqlalchemy.engine import Engine
 
-from app.credentials import Vault
 from app.reports.content.build import build_report
 from app.reports.content.period import current_week
 from app.reports.content.scope import Selection, load_scope
+from app.secrets import Vault
 from app.store.read.compare import compare
 from app.store.write.ingest import write_samples
 from app.store.write.rollups import roll_up_pending

@@ -10,11 +10,11 @@ from cryptography.fernet import Fernet
 from sqlalchemy import create_engine, func, select
 
 from app import migrate
-from app.credentials import Vault
 from app.demo.pgcluster import PgCluster
 from app.notify.tables import notify_outbox
 from app.reports.delivery.subscriptions import dump_yaml, list_subscriptions
 from app.reports.delivery.tables import report_archive
+from app.secrets import Vault
 from tests.test_cli import assert_clean_failure, run_cli
 from tests.web.weekly_data import seed_weeks
 

@@ -14,11 +14,9 @@ from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet
-from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, func, select, update
 from sqlalchemy.engine import Engine
 
-from app.credentials import Vault
 from app.notify.deliver import Deliverer
 from app.notify.tables import notify_outbox
 from app.reports.delivery.archive import fetch_file, list_archive
@@ -30,7 +28,8 @@ from app.reports.delivery.subscriptions import (
     validate,
 )
 from app.reports.delivery.tables import report_archive, report_subscriptions
-from app.web.app import create_app
+from app.secrets import Vault
+from tests.fixtures.auth import web_client
 from tests.fixtures.browser import ARTIFACTS
 from tests.fixtures.receivers import SmtpServer
 from tests.notify.conftest import notify_settings
@@ -105,7 +104,7 @@ def test_scheduled_mail_has_html_text_pdf_csv_and_the_apis_figures(
     assert f'href="{BASE}/report?week={seeded.b_label}"' in html
     assert "96.98" in text and "TNS-12520" in text and f"{BASE}/samples?" in text
     # the API's figures for the same week are in the PDF (and in the CSV)
-    with TestClient(create_app(migrated_engine)) as client:
+    with web_client(migrated_engine, Vault(Fernet.generate_key()), role="viewer") as client:
         doc = client.get("/api/v1/report", params={"week": seeded.b_label}).json()
     pdf_text = _pdftotext(files[pdf_name], tmp_path)
     rows = {r["mode"]: r for r in doc["rows"]}

@@ -9,9 +9,9 @@ from cryptography.fernet import Fernet
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
-from app.credentials import Vault
 from app.demo.pgcluster import PgCluster
-from app.web.app import create_app
+from app.secrets import Vault
+from tests.fixtures.auth import web_client
 from tests.fixtures.browser import LiveServer
 from tests.web.data import Seeded, seed, seeded_app
 from tests.web.weekly_data import Weeks, seed_weeks
@@ -24,7 +24,15 @@ def vault() -> Vault:
 
 @pytest.fixture
 def client(migrated_engine: Engine, vault: Vault) -> Iterator[TestClient]:
-    with TestClient(create_app(migrated_engine, vault=vault)) as c:
+    """A client logged in as an admin (tests/fixtures/auth.py), so it may do anything."""
+    with web_client(migrated_engine, vault, role="admin") as c:
+        yield c
+
+
+@pytest.fixture
+def anon_client(migrated_engine: Engine, vault: Vault) -> Iterator[TestClient]:
+    """A client without login, on an app with the production defaults."""
+    with web_client(migrated_engine, vault, role=None) as c:
         yield c
 
 

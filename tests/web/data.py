@@ -34,15 +34,15 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine
 
 from app import migrate
-from app.credentials import Vault
 from app.demo.pgcluster import PgCluster
 from app.samples import ErrorClass, Sample, SampleStatus
+from app.secrets import Vault
 from app.store.write.ingest import write_samples
 from app.store.write.rollups import roll_up_pending
 from app.targets.schema import parse_targets
 from app.targets.sync import import_targets
-from app.web.app import create_app
 from app.web.views.lookups import load_targets
+from tests.fixtures.auth import web_client
 
 SECRET_PW = "s3cr3t-Tiger!-do-not-show"
 LOGON_MS = {"dedicated": 60.0, "shared": 42.0, "pooled": 45.0}
@@ -216,7 +216,7 @@ def seeded_app(
         migrate.upgrade(engine)
         vault = Vault(Fernet.generate_key())
         data = seeder(engine, vault)
-        with TestClient(create_app(engine, vault=vault)) as c:
+        with web_client(engine, vault, role="admin") as c:
             yield c, data
     finally:
         engine.dispose()

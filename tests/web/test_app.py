@@ -11,6 +11,7 @@ from sqlalchemy.engine import Engine
 
 from app import migrate
 from app.web.app import create_app
+from tests.fixtures.auth import web_settings
 
 
 @pytest.fixture
@@ -22,7 +23,7 @@ def engine(pg_url: str) -> Iterator[Engine]:
 
 def test_healthz_is_up_without_a_store() -> None:
     engine = create_engine("postgresql+psycopg://u@127.0.0.1:1/none")
-    with TestClient(create_app(engine)) as client:
+    with TestClient(create_app(engine, settings=web_settings())) as client:
         res = client.get("/healthz")
     assert res.status_code == 200
     assert res.json()["status"] == "ok"
@@ -32,14 +33,14 @@ def test_readyz_needs_a_reachable_store(pg_url: str) -> None:
     engine = create_engine(
         "postgresql+psycopg://u@127.0.0.1:1/none", connect_args={"connect_timeout": 2}
     )
-    with TestClient(create_app(engine)) as client:
+    with TestClient(create_app(engine, settings=web_settings())) as client:
         res = client.get("/readyz")
     assert res.status_code == 503
     assert res.json()["database"] == "unreachable"
 
 
 def test_readyz_needs_migrations_at_head(engine: Engine) -> None:
-    with TestClient(create_app(engine)) as client:
+    with TestClient(create_app(engine, settings=web_settings())) as client:
         before = client.get("/readyz")
         migrate.upgrade(engine)
         after = client.get("/readyz")

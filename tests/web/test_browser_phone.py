@@ -35,7 +35,7 @@ PAGES = [
 def _settle(page: Any) -> None:
     page.wait_for_load_state("networkidle")
     page.wait_for_function(
-        "[...document.querySelectorAll('[data-chart]')].every(el => el.dataset.state)",
+        "() => [...document.querySelectorAll('[data-chart]')].every(el => el.dataset.state)",
         timeout=20000,
     )
 
@@ -46,6 +46,8 @@ def test_every_page_fits_a_phone(
 ) -> None:
     name = re.sub(r"[^A-Za-z0-9]+", "_", path).strip("_") or "overview"
     ARTIFACTS.mkdir(exist_ok=True)
+    if path.startswith("/targets/"):
+        live_server.login(page, "operator")  # the target forms need an operator
     page.set_viewport_size({"width": 1440, "height": 900})
     assert page.goto(live_server.url + path).status == 200
     _settle(page)
@@ -93,7 +95,7 @@ def test_spikes_and_agents_refresh_and_the_refresh_pauses(
     page.evaluate("document.querySelector('[data-refresh]').dataset.refresh")
     assert page.locator("#agents-live[data-refresh='10']").count() == 1
     page.wait_for_function(
-        "Number(document.querySelector('#agents-live').dataset.refreshed || 0) >= 1",
+        "() => Number(document.querySelector('#agents-live').dataset.refreshed || 0) >= 1",
         timeout=25000,
     )
     assert page.console_errors == []

@@ -82,6 +82,7 @@ def test_add_a_target_in_the_form_and_test_it_now(
     server: LiveServer, agent: Path, page: Any, pg_cluster: PgCluster
 ) -> None:
     dbname = make_url(server.db_url).database
+    server.login(page, "operator")
     page.goto(server.url + "/targets/new?kind=postgres")
     page.fill("#f-name", "pg-local")
     page.fill("#f-dsn", f"127.0.0.1:{pg_cluster.port}/{dbname}")
@@ -108,6 +109,7 @@ def test_add_a_target_in_the_form_and_test_it_now(
 def test_an_oracle_target_shows_its_round_trips(
     server: LiveServer, agent: Path, page: Any, oraclesim: OracleSimHandle
 ) -> None:
+    server.login(page, "operator")
     page.goto(server.url + "/targets/new?kind=oracle")
     page.fill("#f-name", "sim-freepdb1")
     page.fill("#f-dsn", f"{oraclesim.host}:{oraclesim.port}/FREEPDB1")

@@ -9,8 +9,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from app.credentials import Vault
 from app.samples import Sample, SampleStatus
+from app.secrets import Vault
 from app.store.read.compare import ModeStats
 from app.store.write.ingest import write_samples
 from app.targets.schema import parse_targets
@@ -134,7 +134,7 @@ def test_sweep_without_sweeps_is_empty_not_an_error(client: TestClient, seeded: 
 
 
 def test_sweep_chart_reads_the_newest_run_per_mode(migrated_engine: Engine, vault: Vault) -> None:
-    from app.web.app import create_app
+    from tests.fixtures.auth import web_client
 
     doc = parse_targets(
         "targets:\n  - name: sw\n    kind: oracle\n    dsn: h:1521/S\n    username: u\n"
@@ -158,7 +158,7 @@ def test_sweep_chart_reads_the_newest_run_per_mode(migrated_engine: Engine, vaul
         write_samples(
             conn, [run(now - timedelta(minutes=30), 9.0), run(now - timedelta(minutes=5), 1.0)]
         )
-    with TestClient(create_app(migrated_engine, vault=vault)) as client:
+    with web_client(migrated_engine, vault, role="viewer") as client:
         res = client.get("/api/v1/compare/sweep", params={"target": "sw", "range": "1h"})
     assert res.status_code == 200, res.text
     mode = res.json()["modes"][0]

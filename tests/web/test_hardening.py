@@ -17,10 +17,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
-from app.credentials import Vault
 from app.demo.pgcluster import PgCluster
 from app.models import targets
 from app.samples import ErrorClass, Sample, SampleStatus
+from app.secrets import Vault
 from app.store.write.ingest import write_samples
 from app.store.write.rollups import roll_up_pending
 from app.targets.schema import parse_targets

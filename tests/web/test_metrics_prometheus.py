@@ -31,8 +31,8 @@ import numpy as np
 import pytest
 from sqlalchemy.engine import Engine
 
-from app.credentials import Vault
 from app.samples import Sample, SampleStatus
+from app.secrets import Vault
 from app.store.read.timeseries import summary
 from app.store.read.totals import export_bounds_ns
 from app.store.write.ingest import write_samples

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
-from app.credentials import Vault
 from app.samples import Sample
+from app.secrets import Vault
 from app.store.write.ingest import write_samples
 from app.store.write.rollups import roll_up_pending
 from app.targets.schema import parse_targets

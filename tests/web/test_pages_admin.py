@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from app.credentials import Vault
+from app.secrets import Vault
 
 HTML = {"Accept": "text/html"}
 PW = "typed-in-the-form-Zebra#42"

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
-from app.credentials import Vault
+from app.secrets import Vault
 from app.store.write.ingest import write_samples
 from app.targets.schema import parse_targets
 from app.targets.sync import import_targets

@@ -6,8 +6,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
-from app.credentials import Vault
 from app.notify.tables import notify_outbox
+from app.secrets import Vault
 from tests.web.weekly_data import seed_weeks
 
 FORM = {"content-type": "application/x-www-form-urlencoded"}

@@ -14,10 +14,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
-from app.credentials import Vault
 from app.demo.pgcluster import PgCluster
 from app.explain import explain
 from app.samples import ErrorClass, Sample, SampleStatus
+from app.secrets import Vault
 from app.store.write.ingest import write_samples
 from app.targets.schema import parse_targets
 from app.targets.sync import import_targets

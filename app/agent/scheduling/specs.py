@@ -32,7 +32,6 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app.config import Settings
-from app.credentials import SecretError, Vault, resolve_reference
 from app.probes.spec import (
     OracleEndpoint,
     OracleServerType,
@@ -41,6 +40,8 @@ from app.probes.spec import (
     ProbeSpec,
     Purity,
 )
+from app.secrets import SecretError, Vault
+from app.secrets.references import resolve_reference
 from app.targets.durations import parse_duration_ms
 from app.targets.params import ORACLE_KEYS, POSTGRES_KEYS
 
@@ -135,7 +136,11 @@ def load_for_request(conn: Connection, target_id: int, mode_id: int, probe: str)
 
 def resolve_password(row: SeriesRow, vault: Vault) -> str:
     try:
-        return vault.resolve(row.password_enc, row.password_ref)
+        if row.password_enc is not None:
+            return vault.decrypt(row.password_enc)
+        if row.password_ref is not None:
+            return resolve_reference(row.password_ref)
+        return ""
     except SecretError as exc:
         raise SpecError(f"{row.label}: target {row.target_name!r}: {exc}") from None
 

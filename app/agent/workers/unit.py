@@ -39,9 +39,9 @@ from app.agent.scheduling.scheduler import SeriesScheduler
 from app.agent.scheduling.specs import SeriesRow, build_spec
 from app.agent.stats import AgentStats
 from app.config import Settings
-from app.credentials import Vault
 from app.drivers.eventloop import is_redirect_safe
 from app.probes.spec import ProbeSpec
+from app.secrets import Vault
 
 log = logging.getLogger(__name__)
 

@@ -63,7 +63,7 @@ class Blocks:
         if self.index is None:
             order = np.argsort(self.series, kind="stable")
             ids, starts = np.unique(self.series[order], return_index=True)
-            parts = np.split(order, starts[1:])
+            parts = np.split(order, starts[1:]) if len(order) else []
             self.index = {int(k): p.astype(np.int64) for k, p in zip(ids, parts, strict=True)}
         return self.index.get(sid, np.zeros(0, dtype=np.int64))
 

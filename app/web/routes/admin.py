@@ -7,19 +7,22 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, quote
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.exc import IntegrityError
 
+from app.auth import audit
 from app.store import probe_requests
 from app.store.read.agents import ALIVE_S, agent_status
+from app.targets.sync import snapshot
+from app.web.access.guards import OperatorDep, require_operator, require_viewer
 from app.web.deps import ConnDep, EngineDep, TemplatesDep, VaultDep
 from app.web.params import target_or_404
 from app.web.views import forms
 from app.web.views.agents import overload_view, worker_rows
 from app.web.views.lookups import load_targets
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, dependencies=[Depends(require_viewer)])
 MAX_FORM_BYTES = 64 * 1024
 
 
@@ -74,7 +77,7 @@ def _confirm_page(
     )  # fmt: skip
 
 
-@router.get("/targets/new", response_class=HTMLResponse)
+@router.get("/targets/new", response_class=HTMLResponse, dependencies=[Depends(require_operator)])
 def new_target(request: Request, templates: TemplatesDep, kind: str = "oracle") -> Response:
     if kind not in ("oracle", "postgres"):
         raise HTTPException(422, "kind: expected oracle or postgres")
@@ -105,9 +108,13 @@ def _form_page(
     )
 
 
-@router.post("/targets/new", response_class=HTMLResponse)
+@router.post("/targets/new", response_class=HTMLResponse, dependencies=[Depends(require_operator)])
 async def create_target(
-    request: Request, engine: EngineDep, templates: TemplatesDep, vault: VaultDep
+    request: Request,
+    engine: EngineDep,
+    templates: TemplatesDep,
+    vault: VaultDep,
+    principal: OperatorDep,
 ) -> Response:
     data = await _form(request)
     form, doc = forms.read_form(data, existing=None)
@@ -118,12 +125,22 @@ async def create_target(
                 form.errors["name"] = f"a target named {entry.name!r} already exists"
             else:
                 forms.save(conn, entry, vault)
+                audit.record(
+                    conn,
+                    principal,
+                    "target.create",
+                    object_type="target",
+                    object_name=entry.name,
+                    after=snapshot(conn, entry.name),
+                )
     if entry is None or form.errors:
         return _form_page(request, templates, form, status=422)
     return RedirectResponse(f"/targets/{quote(entry.name)}/edit?saved=1", status_code=303)
 
 
-@router.get("/targets/{name}/edit", response_class=HTMLResponse)
+@router.get(
+    "/targets/{name}/edit", response_class=HTMLResponse, dependencies=[Depends(require_operator)]
+)
 def edit_target(
     request: Request,
     name: str,
@@ -137,9 +154,16 @@ def edit_target(
     )
 
 
-@router.post("/targets/{name}/edit", response_class=HTMLResponse)
+@router.post(
+    "/targets/{name}/edit", response_class=HTMLResponse, dependencies=[Depends(require_operator)]
+)
 async def update_target(
-    request: Request, name: str, engine: EngineDep, templates: TemplatesDep, vault: VaultDep
+    request: Request,
+    name: str,
+    engine: EngineDep,
+    templates: TemplatesDep,
+    vault: VaultDep,
+    principal: OperatorDep,
 ) -> Response:
     data = await _form(request)
     with engine.connect() as conn:
@@ -150,16 +174,30 @@ async def update_target(
         return _form_page(request, templates, form, status=422, target=target)
     try:
         with engine.begin() as conn:
+            before = snapshot(conn, name)
             forms.save(conn, entry, vault)
+            audit.record(
+                conn,
+                principal,
+                "target.update",
+                object_type="target",
+                object_name=name,
+                before=before,
+                after=snapshot(conn, name),
+            )
     except (ValueError, IntegrityError) as exc:
         form.errors["form"] = str(exc).splitlines()[0]
         return _form_page(request, templates, form, status=422, target=target)
     return RedirectResponse(f"/targets/{quote(name)}/edit?saved=1", status_code=303)
 
 
-@router.post("/targets/{name}/enabled")
+@router.post("/targets/{name}/enabled", dependencies=[Depends(require_operator)])
 async def toggle_target(
-    request: Request, name: str, engine: EngineDep, templates: TemplatesDep
+    request: Request,
+    name: str,
+    engine: EngineDep,
+    templates: TemplatesDep,
+    principal: OperatorDep,
 ) -> Response:
     data = await _form(request)
     value = data.get("enabled")
@@ -172,13 +210,26 @@ async def toggle_target(
     with engine.begin() as conn:
         if not forms.set_enabled(conn, name, value == "true"):
             raise HTTPException(404, f"no target named {name!r}")
+        audit.record(
+            conn,
+            principal,
+            "target.enable" if value == "true" else "target.disable",
+            object_type="target",
+            object_name=name,
+        )
     done = "enabled" if value == "true" else "disabled"
     return RedirectResponse(f"/targets?saved={quote(name)}&done={done}", status_code=303)
 
 
-@router.post("/targets/{name}/delete", response_class=HTMLResponse)
+@router.post(
+    "/targets/{name}/delete", response_class=HTMLResponse, dependencies=[Depends(require_operator)]
+)
 async def delete_target(
-    request: Request, name: str, engine: EngineDep, templates: TemplatesDep
+    request: Request,
+    name: str,
+    engine: EngineDep,
+    templates: TemplatesDep,
+    principal: OperatorDep,
 ) -> Response:
     data = await _form(request)
     typed = data.get("confirm_name")
@@ -190,17 +241,31 @@ async def delete_target(
             request, templates, name, "delete", target=target, wrong=wrong, typed=typed or ""
         )
     with engine.begin() as conn:
+        before = snapshot(conn, name)
         if not forms.delete_target(conn, name):
             raise HTTPException(404, f"no target named {name!r}")
+        audit.record(
+            conn, principal, "target.delete", object_type="target", object_name=name, before=before
+        )
     return RedirectResponse(f"/targets?saved={quote(name)}&done=deleted", status_code=303)
 
 
-@router.post("/targets/{name}/test")
-async def test_now(request: Request, name: str, engine: EngineDep) -> Response:
+@router.post("/targets/{name}/test", dependencies=[Depends(require_operator)])
+async def test_now(
+    request: Request, name: str, engine: EngineDep, principal: OperatorDep
+) -> Response:
     data = await _form(request)
     mode_name = data.get("mode", "")
+    settings = request.app.state.settings
     with engine.begin() as conn:
         target = target_or_404(conn, name)
+        recent = audit.count_recent(conn, principal.name, "target.test", 60)
+        if recent >= settings.test_now_per_minute:
+            raise HTTPException(
+                429,
+                f"'test now' is limited to {settings.test_now_per_minute} runs a minute per "
+                "user (CONNWATCH_TEST_NOW_PER_MINUTE): wait a little",
+            )
         mode = target.mode(mode_name)
         if mode is None:
             raise HTTPException(422, f"mode: target {name!r} has no mode {mode_name!r}")
@@ -209,6 +274,14 @@ async def test_now(request: Request, name: str, engine: EngineDep) -> Response:
             connping.timeout_ms if connping else probe_requests.DEFAULT_TIMEOUT_MS, 300_000
         )
         request_id = probe_requests.insert(conn, target.id, mode.id, "connping", timeout_ms=timeout)
+        audit.record(
+            conn,
+            principal,
+            "target.test",
+            object_type="target",
+            object_name=name,
+            detail=f"mode {mode.name}, probe request {request_id}",
+        )
     return RedirectResponse(
         f"/targets/{quote(name)}/edit?test={request_id}#test-now", status_code=303
     )

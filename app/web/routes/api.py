@@ -18,6 +18,7 @@ from app.explain import explain
 from app.samples import logon_phase_key
 from app.store import probe_requests
 from app.store.read.agents import AgentStatus, agent_status
+from app.web.access.guards import require_viewer
 from app.web.deps import ConnDep, EngineDep
 from app.web.params import (
     MeasureDep,
@@ -52,7 +53,7 @@ from app.web.views.samples import SampleFilter, SamplesOut
 from app.web.views.serverside import ServerChartOut, ServerPanelOut, server_chart, server_panel
 from app.web.views.sweeps import SweepOut, latest_sweeps
 
-router = APIRouter(prefix="/api/v1", tags=["api"])
+router = APIRouter(prefix="/api/v1", tags=["api"], dependencies=[Depends(require_viewer)])
 
 
 def _password_kind(t: TargetInfo) -> str:

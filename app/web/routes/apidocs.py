@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 
+from app.web.access.guards import require_viewer
 from app.web.deps import TemplatesDep
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, dependencies=[Depends(require_viewer)])
 
 
 def _type(schema: dict[str, Any]) -> str:
@@ -79,3 +80,9 @@ def api_docs(request: Request, templates: TemplatesDep) -> Response:
         "api_docs.html",
         {"title": "API", "active": "", "endpoints": endpoints(spec), "spec": spec},
     )
+
+
+@router.get("/openapi.json")
+def openapi_json(request: Request) -> JSONResponse:
+    """The OpenAPI schema (behind the viewer guard, like the API it describes)."""
+    return JSONResponse(request.app.openapi())

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel
 
 from app.explain import FAMILIES, catalogue, explain
+from app.web.access.guards import require_viewer
 from app.web.deps import TemplatesDep
 
-router = APIRouter()
+router = APIRouter(dependencies=[Depends(require_viewer)])
 CodeQ = Annotated[
     str | None,
     Query(max_length=64, pattern=r"^[A-Za-z0-9_.\-]*$", description="look one code up"),

@@ -12,11 +12,12 @@ from datetime import datetime
 from typing import Annotated, Literal
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel
 
 from app.store.read.heatmap import check_tz, heatmap
+from app.web.access.guards import require_viewer
 from app.web.deps import ConnDep, TemplatesDep
 from app.web.params import ProbeQ, TargetName, Window30d, target_or_404
 from app.web.routes.pages import probes_of
@@ -112,7 +113,7 @@ def heatmap_view(
     )
 
 
-router = APIRouter()
+router = APIRouter(dependencies=[Depends(require_viewer)])
 
 
 @router.get(

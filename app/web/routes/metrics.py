@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 from fastapi.responses import PlainTextResponse
 
 from app.alerts.queries import prometheus_text as alerts_text
@@ -37,12 +37,13 @@ from app.metrics.collect import (
 )
 from app.metrics.registry import TEXT_FORMAT, Exposition
 from app.store.read.agents import agent_status
+from app.web.access.guards import require_metrics
 from app.web.deps import ConnDep
 from app.web.views.lookups import TargetInfo, load_targets
 from app.web.views.overview import OverviewRow, build_rows
 from app.web.views.readers import overview_stats
 
-router = APIRouter()
+router = APIRouter(dependencies=[Depends(require_metrics)])
 CONTENT_TYPE = TEXT_FORMAT
 
 

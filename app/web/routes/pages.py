@@ -11,11 +11,12 @@ from datetime import UTC, datetime
 from typing import Annotated, Literal
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.alerts.annotations import events
 from app.store.read.agents import overloaded_series
+from app.web.access.guards import require_viewer
 from app.web.deps import ConnDep, TemplatesDep
 from app.web.params import (
     PROBES,
@@ -42,7 +43,7 @@ from app.web.views.serverside import (
     serverstats_ids,
 )
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, dependencies=[Depends(require_viewer)])
 REFRESH_S = 30
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.engine import Connection
 
@@ -23,10 +23,11 @@ from app.reports.render.html import PAPERS, render_document
 from app.reports.render.pdf import PdfError, html_to_pdf
 from app.reports.render.table import csv_filename, to_csv
 from app.reports.render.view import make_view
+from app.web.access.guards import require_viewer
 from app.web.deps import ConnDep, TemplatesDep
 from app.web.timerange import RangeError
 
-router = APIRouter()
+router = APIRouter(dependencies=[Depends(require_viewer)])
 WeekQ = Annotated[
     str | None,
     Query(

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.engine import Engine
 from starlette.concurrency import run_in_threadpool
@@ -29,10 +29,11 @@ from app.reports.delivery.subscriptions import (
     validate,
 )
 from app.reports.render.pdf import PdfError
+from app.web.access.guards import require_operator, require_viewer
 from app.web.deps import ConnDep, EngineDep, TemplatesDep
 from app.web.routes.admin import _form
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, dependencies=[Depends(require_viewer)])
 PAGE = "/report/subscriptions"
 
 
@@ -104,7 +105,7 @@ def _split(text: str) -> list[str]:
     return [x.strip() for x in text.replace(";", ",").replace("\n", ",").split(",") if x.strip()]
 
 
-@router.post(PAGE, response_class=HTMLResponse)
+@router.post(PAGE, response_class=HTMLResponse, dependencies=[Depends(require_operator)])
 async def save_subscription(
     request: Request, conn: ConnDep, engine: EngineDep, templates: TemplatesDep
 ) -> Response:
@@ -139,14 +140,14 @@ async def save_subscription(
     return RedirectResponse(f"{PAGE}?message={quote('saved ' + spec.name)}", status_code=303)
 
 
-@router.post(PAGE + "/{name}/delete")
+@router.post(PAGE + "/{name}/delete", dependencies=[Depends(require_operator)])
 async def delete_subscription(name: str, request: Request, engine: EngineDep) -> Response:
     await _form(request)
     await run_in_threadpool(_remove, engine, name)
     return RedirectResponse(f"{PAGE}?message={quote('deleted ' + name)}", status_code=303)
 
 
-@router.post(PAGE + "/{name}/send")
+@router.post(PAGE + "/{name}/send", dependencies=[Depends(require_operator)])
 async def send_now(name: str, request: Request, engine: EngineDep) -> Response:
     """Send the period the schedule would send now, at once (not counted as a due send).
     Building and printing take seconds: they run in a worker thread, off the event loop."""

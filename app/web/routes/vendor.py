@@ -14,10 +14,12 @@ import threading
 from dataclasses import dataclass
 from importlib import resources
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
-router = APIRouter(include_in_schema=False)
+from app.web.access.guards import public
+
+router = APIRouter(include_in_schema=False, dependencies=[Depends(public)])
 
 
 @dataclass(frozen=True)

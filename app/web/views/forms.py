@@ -20,8 +20,8 @@ from pydantic import ValidationError
 from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Connection
 
-from app.credentials import SecretError, Vault, is_reference
 from app.models import ORACLE_MODES, POSTGRES_MODES, targets
+from app.secrets import SecretError, Vault, is_reference
 from app.targets.durations import format_duration_ms
 from app.targets.schema import TargetEntry, TargetsFile
 from app.targets.sync import import_targets

@@ -8,10 +8,10 @@ from fastapi import HTTPException
 from sqlalchemy.engine import Engine
 
 from app.config import get_settings
-from app.credentials import Vault
 from app.notify.deliver import Deliverer, public_url
 from app.notify.outbox import get_status
 from app.notify.testmessage import enqueue_test
+from app.secrets import Vault
 from app.web.routes.alerting.access import Actor, record
 
 
