@@ -112,21 +112,11 @@ class ReferencePolicy:
         if ref.startswith("env:"):
             value = os.environ.get(ref[4:])
             if value is None:
-                raise SecretError(f"password reference {ref}: the variable is not set")
-            return value
-        return _read_file(ref, self._check_file(ref[5:]))
-
-    def _resolve_unchecked(self, ref: str) -> str:
-        if ref.startswith("env:"):
-            value = os.environ.get(ref[4:])
-            if value is None:
                 raise SecretError(
                     f"password reference {ref}: environment variable {ref[4:]} is not set"
                 )
             return value
-        if ref.startswith("file:"):
-            return _read_file(ref, _real(Path(ref[5:]).expanduser()))
-        raise SecretError(f"unknown password reference {ref!r}: use env:NAME or file:PATH")
+        return _read_file(ref, self._check_file(ref[5:]))
 
 
 def _read_file(ref: str, real: Path) -> str:
@@ -152,8 +142,9 @@ def _read_file(ref: str, real: Path) -> str:
     return text.rstrip("\r\n")
 
 
-def resolve_reference(ref: str) -> str:
-    """Resolve a reference with no allow list (kept until every caller passes a policy)."""
-    return ReferencePolicy(file_dirs=(Path("/"),), env_prefix="", forbidden=())._resolve_unchecked(
-        ref
-    )
+def resolve_reference(ref: str, settings: Settings | None = None) -> str:
+    """Resolve a reference under the installation's allow lists (``settings``, or the
+    process's settings): the only way connwatch turns a reference into a secret."""
+    from app.config import get_settings
+
+    return ReferencePolicy.from_settings(settings or get_settings()).resolve(ref)

@@ -43,6 +43,7 @@ from app.config import Settings, get_settings
 from app.models import modes, series, targets
 from app.secrets import ReferencePolicy, ReferenceRefused, SecretError, Vault, is_reference
 from app.secrets.binding import Endpoint, changed_fields
+from app.secrets.placement import dsn_problem, options_problems, wallet_password_problem
 from app.secrets.rotate import target_endpoints
 from app.targets.schema import TargetEntry, TargetsFileError
 
@@ -119,6 +120,7 @@ def stored(conn: Connection, name: str) -> Stored | None:
 
 
 def check_entry(entry: TargetEntry, before: Stored | None, policy: WritePolicy) -> None:
+    _check_placement(entry)
     _check_password(entry, before, policy)
     where_params = [("params", entry.params, (before.params if before else {}))]
     for i, m in enumerate(entry.modes):
@@ -139,6 +141,24 @@ def check_entry(entry: TargetEntry, before: Stored | None, policy: WritePolicy) 
     _check_caps(entry, policy)
     if policy.networks:
         _check_networks(entry, policy)
+
+
+def _check_placement(entry: TargetEntry) -> None:
+    """No password outside the password field (app.secrets.placement)."""
+    problem = dsn_problem(entry.dsn)
+    if problem:
+        raise PolicyError(entry.name, "dsn", problem)
+    where_params = [("params", entry.params)]
+    where_params += [(f"modes[{i}].params", m.params) for i, m in enumerate(entry.modes)]
+    for where, params in where_params:
+        if "options" in params and entry.kind == "postgres":
+            found = options_problems(params["options"])
+            if found:
+                raise PolicyError(entry.name, where, found[0])
+        if "wallet_password_ref" in params:
+            wallet = wallet_password_problem(params["wallet_password_ref"])
+            if wallet:
+                raise PolicyError(entry.name, f"{where}.wallet_password_ref", wallet)
 
 
 def _check_password(entry: TargetEntry, before: Stored | None, policy: WritePolicy) -> None:
@@ -280,8 +300,10 @@ def outside_networks(host: str, nets: tuple[Network, ...]) -> str | None:
 
 def store_secret(
     conn: Connection, tid: int, entry: TargetEntry, before: Stored | None, vault: Vault
-) -> None:
-    """Write (or keep) the target's secret, sealed for its current endpoints."""
+) -> bool:
+    """Write (or keep) the target's secret, sealed for its current endpoints; True when a
+    column was written. The same secret already sealed for these endpoints is kept (each
+    encryption gives a new token, so re-importing a file changes nothing)."""
     now = target_endpoints(conn, tid)
     ids = {e.id for e in now}
     values: dict[str, Any] | None = None
@@ -296,23 +318,30 @@ def store_secret(
                 "was encrypted for another endpoint (host, port, service or user): give the "
                 "password again",
             )  # fmt: skip
-        values = {
-            "password_enc": entry.password_encrypted,
-            "password_ref": None,
-            "ref_binding": None,
-        }
+        if before is None or before.password_enc != entry.password_encrypted:
+            values = {
+                "password_enc": entry.password_encrypted,
+                "password_ref": None,
+                "ref_binding": None,
+            }
     elif entry.password is not None and is_reference(entry.password):
-        values = {
-            "password_enc": None,
-            "password_ref": entry.password,
-            "ref_binding": vault.seal(entry.password, sorted(ids)),
-        }
+        if (
+            before is None
+            or before.password_ref != entry.password
+            or not ids <= _bound(before, vault)
+        ):
+            values = {
+                "password_enc": None,
+                "password_ref": entry.password,
+                "ref_binding": vault.seal(entry.password, sorted(ids)),
+            }
     elif entry.password is not None:
-        values = {
-            "password_enc": vault.seal(entry.password, sorted(ids)),
-            "password_ref": None,
-            "ref_binding": None,
-        }
+        if not _same_literal(before, entry.password, ids, vault):
+            values = {
+                "password_enc": vault.seal(entry.password, sorted(ids)),
+                "password_ref": None,
+                "ref_binding": None,
+            }
     elif before is not None and (before.password_enc or before.password_ref):
         bound = _bound(before, vault)
         if not ids <= bound:
@@ -322,8 +351,20 @@ def store_secret(
                 f"changing {', '.join(what)} needs the password again (a stored password only "
                 "goes to the endpoint it was given for)",
             )  # fmt: skip
-    if values is not None:
-        conn.execute(update(targets).where(targets.c.id == tid).values(**values))
+    if values is None:
+        return False
+    conn.execute(update(targets).where(targets.c.id == tid).values(**values, updated_at=func.now()))
+    return True
+
+
+def _same_literal(before: Stored | None, password: str, ids: set[str], vault: Vault) -> bool:
+    if before is None or not before.password_enc:
+        return False
+    try:
+        sealed = vault.open(before.password_enc)
+    except SecretError:
+        return False
+    return sealed.secret == password and sealed.endpoints is not None and ids <= sealed.endpoints
 
 
 def _bound(before: Stored, vault: Vault) -> set[str]:

@@ -39,6 +39,7 @@ from pydantic import (
 )
 
 from app.models import ORACLE_MODES, POSTGRES_MODES
+from app.targets import safeyaml
 from app.targets.durations import (
     MAX_SERIES_MS,
     Duration,
@@ -277,7 +278,9 @@ def _split_path(path: str) -> tuple[int | str, ...]:
 def parse_targets(text: str, source: str) -> TargetsFile:
     """Parse and validate a targets document; raise :class:`TargetsFileError` on any problem."""
     try:
-        raw = yaml.safe_load(text)
+        raw = safeyaml.load(text)  # limits on size, depth and aliases before expansion
+    except safeyaml.YamlLimitError as exc:
+        raise TargetsFileError([f"{source}: refused: {exc}"]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""

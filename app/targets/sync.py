@@ -17,9 +17,17 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.engine import Connection
 
 from app.models import modes, series, targets
-from app.secrets import Vault, is_reference
+from app.secrets import Vault
 from app.targets.durations import format_duration_ms
-from app.targets.schema import ModeEntry, TargetEntry, TargetsFile
+from app.targets.policy import (
+    WritePolicy,
+    check_entry,
+    check_series_cap,
+    default_policy,
+    store_secret,
+    stored,
+)
+from app.targets.schema import ModeEntry, TargetsFile
 
 
 @dataclass
@@ -30,46 +38,34 @@ class ImportResult:
     unchanged: int = 0  # targets the file describes exactly as they are stored
 
 
-def _secret_columns(
-    entry: TargetEntry, vault: Vault, stored: Any | None = None
-) -> dict[str, str | None] | None:
-    """Columns for the password, or None to keep what is stored (no password in the
-    file, or the same one: a literal that decrypts from the stored token, the same token,
-    the same reference). A literal is encrypted afresh only when it changed, since each
-    encryption gives a new token."""
-    if entry.password_encrypted is not None:
-        vault.decrypt(entry.password_encrypted)  # must be readable with our key
-        if stored is not None and stored.password_enc == entry.password_encrypted:
-            return None
-        return {"password_enc": entry.password_encrypted, "password_ref": None}
-    if entry.password is None:
-        return None
-    if is_reference(entry.password):
-        if stored is not None and stored.password_ref == entry.password:
-            return None
-        return {"password_enc": None, "password_ref": entry.password}
-    token = stored.password_enc if stored is not None else None
-    if token is not None and vault.decrypt(token) == entry.password:
-        return None
-    return {"password_enc": vault.encrypt(entry.password), "password_ref": None}
-
-
 def _differs(row: Any, values: dict[str, Any]) -> bool:
     """True when a stored row's columns differ from ``values`` (jsonb compared as data)."""
     return any(getattr(row, k) != v for k, v in values.items())
 
 
 def import_targets(
-    conn: Connection, doc: TargetsFile, vault: Vault, *, prune: bool = False
+    conn: Connection,
+    doc: TargetsFile,
+    vault: Vault,
+    *,
+    prune: bool = False,
+    policy: WritePolicy | None = None,
 ) -> ImportResult:
     """Upsert every target, mode and series of ``doc`` (caller owns the transaction).
 
     Only what differs is written: a target the file describes exactly as stored counts
     as ``unchanged`` and keeps its ``updated_at`` (and its series theirs); a target whose
     own columns, password, modes or series changed counts as ``updated``.
+
+    ``policy`` (app.targets.policy) says what this writer may store; None is the policy of
+    the settings with an admin's rights (the CLI). A :class:`PolicyError` leaves the
+    caller's transaction to roll back: nothing is stored half.
     """
+    policy = policy if policy is not None else default_policy()
     result = ImportResult()
     for entry in doc.targets:
+        before = stored(conn, entry.name)
+        check_entry(entry, before, policy)
         values: dict[str, Any] = {
             "name": entry.name,
             "kind": entry.kind,
@@ -80,19 +76,17 @@ def import_targets(
             "labels": entry.labels,
             "params": entry.params,
         }
-        existing = conn.execute(select(targets).where(targets.c.name == entry.name)).first()
-        if existing is None:
-            secret = _secret_columns(entry, vault)
-            values.update(secret or {"password_enc": None, "password_ref": None})
+        if before is None:
+            values.update({"password_enc": None, "password_ref": None})
             target_id = conn.execute(targets.insert().values(**values).returning(targets.c.id))
             tid = int(target_id.scalar_one())
             _sync_modes(conn, tid, entry.modes, prune=prune)
+            store_secret(conn, tid, entry, None, vault)
+            check_series_cap(conn, tid, entry.name, policy)
             result.created += 1
             continue
-        tid = int(existing.id)
-        secret = _secret_columns(entry, vault, existing)
-        if secret is not None:
-            values.update(secret)
+        tid = before.id
+        existing = conn.execute(select(targets).where(targets.c.id == tid)).one()
         changed = _differs(existing, values)
         if changed:
             conn.execute(
@@ -100,6 +94,9 @@ def import_targets(
             )
         if _sync_modes(conn, tid, entry.modes, prune=prune):
             changed = True
+        if store_secret(conn, tid, entry, before, vault):
+            changed = True
+        check_series_cap(conn, tid, entry.name, policy)
         if changed:
             result.updated += 1
         else:

@@ -51,6 +51,8 @@ def own_cluster() -> Iterator[PgCluster]:
 
 
 def make_settings(data_dir: Path, url: str, **kw: Any) -> Settings:
+    # the tests' password references are env:CW_TEST_* (nothing resolves without a prefix)
+    kw.setdefault("secret_env_prefix", "CW_TEST_")
     return Settings(
         database_url=url,
         data_dir=data_dir,

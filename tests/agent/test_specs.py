@@ -197,3 +197,76 @@ def test_tcps_mode_with_its_port_ca_dn_version_and_instance(store: Engine, tmp_p
     assert (ep.ssl_server_dn_match, ep.ssl_version, ep.instance_name) == (True, "1.3", "SALES2")
     with pytest.raises(SpecError, match="'port' needs an Easy Connect dsn"):
         build_spec(rows[alias], vault, settings)
+
+
+def test_a_reference_to_the_key_file_or_outside_the_allow_list_is_refused_by_rule(
+    store: Engine, tmp_path: Path
+) -> None:
+    """Even written straight into the store, a reference to the key file, a file outside
+    CONNWATCH_SECRET_FILE_DIRS or a variable without the prefix never resolves: the
+    error names the rule, never the content."""
+    data = tmp_path / "data"
+    data.mkdir()
+    from app.config import Settings
+
+    settings = Settings(
+        database_url="postgresql://x@127.0.0.1/x",
+        data_dir=data,
+        secret_env_prefix="CW_TEST_",
+        secret_file_dirs=[str(tmp_path)],
+    )
+    from app.secrets.vault import load_keys
+
+    vault = Vault(load_keys(settings, create=True))  # writes <data dir>/secret.key
+    key_text = settings.key_file.read_text().strip()
+    refs = {
+        f"file:{settings.key_file}": "never read connwatch's key file or data directory",
+        f"file:{data}/../data/secret.key": "never read connwatch's key file or data directory",
+        "file:/etc/passwd": "must point inside CONNWATCH_SECRET_FILE_DIRS",
+        "env:HOME": "starting with 'CW_TEST_'",
+        "env:CONNWATCH_DATABASE_URL": "starting with 'CW_TEST_'",
+    }
+    with store.begin() as conn:
+        ids = {}
+        for i, ref in enumerate(refs):
+            t = add_target(conn, f"r{i}", dsn="127.0.0.1:5432/x", password_ref=ref)
+            ids[add_series(conn, add_mode(conn, t, "direct"))] = ref
+    with store.connect() as conn:
+        rows = load_series(conn, "default")
+    for sid, ref in ids.items():
+        with pytest.raises(SpecError) as info:
+            build_spec(rows[sid], vault, settings)
+        msg = str(info.value)
+        assert refs[ref] in msg, msg
+        assert key_text not in msg and "root:" not in msg
+
+
+def test_a_sealed_password_goes_only_to_its_endpoint(store: Engine, tmp_path: Path) -> None:
+    """The connect string edited behind the policy's back (straight in the store): the
+    agent refuses to send the password to the new host."""
+    from sqlalchemy import text
+
+    from app.secrets.rotate import target_endpoints
+
+    settings = make_settings(tmp_path, "postgresql://x@127.0.0.1/x")
+    vault = Vault.from_settings(settings)
+    with store.begin() as conn:
+        t = add_target(conn, "sealed", dsn="db1:5432/app", username="u")
+        sid = add_series(conn, add_mode(conn, t, "direct"))
+        ids = [e.id for e in target_endpoints(conn, t)]
+        conn.execute(
+            text("update targets set password_enc = :p where id = :t"),
+            {"p": vault.seal("Canary-sealed-77", ids), "t": t},
+        )
+    with store.connect() as conn:
+        row = load_series(conn, "default")[sid]
+    assert build_spec(row, vault, settings).endpoint.password == "Canary-sealed-77"
+    with store.begin() as conn:
+        conn.execute(
+            text("update targets set dsn = 'evil.example:5432/app' where id = :t"), {"t": t}
+        )
+    with store.connect() as conn:
+        row = load_series(conn, "default")[sid]
+    with pytest.raises(SpecError, match="given for another endpoint") as info:
+        build_spec(row, vault, settings)
+    assert "Canary-sealed" not in str(info.value)

@@ -101,7 +101,7 @@ def test_simulator_faults_fire_and_resolve(
         procs.start(
             str(engine.url.render_as_string(hide_password=False)),
             "a1",
-            env={**FAST, "CW_TEST_SIM_PW": "tiger"},
+            env={**FAST, "CW_TEST_SIM_PW": "tiger", "CONNWATCH_SECRET_ENV_PREFIX": "CW_TEST_"},
         )
         with engine.connect() as conn:
             assert wait_until(

@@ -46,12 +46,20 @@ def test_encrypt_decrypt_and_wrong_key_message() -> None:
 
 
 def test_references_resolve_late(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    allowed = Settings(data_dir=tmp_path / "data", secret_env_prefix="CW_TEST_",
+                       secret_file_dirs=[str(tmp_path / "secrets")])  # fmt: skip
+    (tmp_path / "secrets").mkdir()
     monkeypatch.setenv("CW_TEST_PW", "from-env")
-    assert resolve_reference("env:CW_TEST_PW") == "from-env"
-    f = tmp_path / "pw"
+    assert resolve_reference("env:CW_TEST_PW", allowed) == "from-env"
+    f = tmp_path / "secrets" / "pw"
     f.write_text("from-file\n")
-    assert resolve_reference(f"file:{f}") == "from-file"
-    with pytest.raises(SecretError, match="environment variable CW_NOPE is not set"):
-        resolve_reference("env:CW_NOPE")
+    assert resolve_reference(f"file:{f}", allowed) == "from-file"
+    with pytest.raises(SecretError, match="environment variable CW_TEST_NOPE is not set"):
+        resolve_reference("env:CW_TEST_NOPE", allowed)
     with pytest.raises(SecretError, match="cannot read"):
-        resolve_reference(f"file:{tmp_path / 'missing'}")
+        resolve_reference(f"file:{tmp_path / 'secrets' / 'missing'}", allowed)
+    # the same references under the default settings (no allow list): refused by rule
+    with pytest.raises(SecretError, match="CONNWATCH_SECRET_ENV_PREFIX"):
+        resolve_reference("env:CW_TEST_PW", Settings(data_dir=tmp_path / "data"))
+    with pytest.raises(SecretError, match="CONNWATCH_SECRET_FILE_DIRS"):
+        resolve_reference(f"file:{f}", Settings(data_dir=tmp_path / "data"))

@@ -66,9 +66,11 @@ def test_endpoint_change_without_the_password_is_refused(
             "mode 'direct' host, port",
         ),
     ]:
-        with pytest.raises(PolicyError, match=f"changing {what} needs the password again"):
-            with migrated_engine.begin() as conn:
-                import_targets(conn, _doc(changed), vault, policy=policy)
+        with (
+            pytest.raises(PolicyError, match=f"changing {what} needs the password again"),
+            migrated_engine.begin() as conn,
+        ):
+            import_targets(conn, _doc(changed), vault, policy=policy)
         assert _row(migrated_engine) == before  # nothing stored half
     # with the password given again, the change is fine, and bound anew
     with migrated_engine.begin() as conn:
@@ -89,9 +91,11 @@ def test_a_new_mode_with_a_new_host_needs_the_password(
     with migrated_engine.begin() as conn:
         import_targets(conn, _doc(pg(pw="Canary-1")), vault, policy=policy)
     extra = "      - name: pgbouncer_session\n        params: {host: evil.example}\n"
-    with pytest.raises(PolicyError, match="new mode 'pgbouncer_session'"):
-        with migrated_engine.begin() as conn:
-            import_targets(conn, _doc(pg() + extra), vault, policy=policy)
+    with (
+        pytest.raises(PolicyError, match="new mode 'pgbouncer_session'"),
+        migrated_engine.begin() as conn,
+    ):
+        import_targets(conn, _doc(pg() + extra), vault, policy=policy)
 
 
 def test_an_exported_token_goes_back_only_to_its_endpoint(
@@ -104,11 +108,11 @@ def test_an_exported_token_goes_back_only_to_its_endpoint(
     moved = pg(dsn="evil.example:5432/app").replace(
         "    modes:", f"    password_encrypted: {token}\n    modes:"
     )
-    with pytest.raises(PolicyError, match="encrypted for another endpoint"):
-        with migrated_engine.begin() as conn:
-            import_targets(
-                conn, _doc(moved.replace("name: pg", "name: copy")), vault, policy=policy
-            )
+    with (
+        pytest.raises(PolicyError, match="encrypted for another endpoint"),
+        migrated_engine.begin() as conn,
+    ):
+        import_targets(conn, _doc(moved.replace("name: pg", "name: copy")), vault, policy=policy)
     same = pg().replace("    modes:", f"    password_encrypted: {token}\n    modes:")
     with migrated_engine.begin() as conn:
         import_targets(conn, _doc(same.replace("name: pg", "name: copy")), vault, policy=policy)
@@ -119,9 +123,11 @@ def test_references_are_admin_only_and_allow_listed(
 ) -> None:
     op = _policy(tmp_path, admin=False, secret_env_prefix="CWPW_")
     admin = _policy(tmp_path, secret_env_prefix="CWPW_")
-    with pytest.raises(PolicyError, match="only an admin may set a password reference"):
-        with migrated_engine.begin() as conn:
-            import_targets(conn, _doc(pg(pw="env:CWPW_PG")), vault, policy=op)
+    with (
+        pytest.raises(PolicyError, match="only an admin may set a password reference"),
+        migrated_engine.begin() as conn,
+    ):
+        import_targets(conn, _doc(pg(pw="env:CWPW_PG")), vault, policy=op)
     for ref, rule in [
         ("env:HOME", "starting with 'CWPW_'"),
         (f"file:{tmp_path}/data/secret.key", "file: references are off"),
@@ -137,9 +143,11 @@ def test_references_are_admin_only_and_allow_listed(
     # an operator re-saving keeps the admin's reference, but may not move its endpoint
     with migrated_engine.begin() as conn:
         import_targets(conn, _doc(pg()), vault, policy=op)
-    with pytest.raises(PolicyError, match="changing dsn needs the password again"):
-        with migrated_engine.begin() as conn:
-            import_targets(conn, _doc(pg(dsn="evil.example:5432/app")), vault, policy=op)
+    with (
+        pytest.raises(PolicyError, match="changing dsn needs the password again"),
+        migrated_engine.begin() as conn,
+    ):
+        import_targets(conn, _doc(pg(dsn="evil.example:5432/app")), vault, policy=op)
 
 
 def test_file_paths_are_admin_only_and_never_the_data_directory(
@@ -152,15 +160,19 @@ def test_file_paths_are_admin_only_and_never_the_data_directory(
         "  - name: ora\n    kind: oracle\n    dsn: h:1521/S\n    username: u\n"
         "    params: {{config_dir: {d}}}\n    modes: [{{name: dedicated}}]\n"
     )
-    with pytest.raises(PolicyError, match="only an admin may set or change it"):
-        with migrated_engine.begin() as conn:
-            import_targets(conn, _doc(ora.format(d="/etc/oracle")), vault, policy=op)
+    with (
+        pytest.raises(PolicyError, match="only an admin may set or change it"),
+        migrated_engine.begin() as conn,
+    ):
+        import_targets(conn, _doc(ora.format(d="/etc/oracle")), vault, policy=op)
     with pytest.raises(PolicyError, match="data directory"), migrated_engine.begin() as conn:
         import_targets(conn, _doc(ora.format(d=data / "pg")), vault, policy=admin)
     unix = pg(extra=f"        transport: unix\n        params: {{host: {data}/pg}}\n")
-    with pytest.raises(PolicyError, match="unix socket directory inside connwatch's data"):
-        with migrated_engine.begin() as conn:
-            import_targets(conn, _doc(unix), vault, policy=admin)
+    with (
+        pytest.raises(PolicyError, match="unix socket directory inside connwatch's data"),
+        migrated_engine.begin() as conn,
+    ):
+        import_targets(conn, _doc(unix), vault, policy=admin)
     demo = pg(extra=f"        transport: unix\n        params: {{host: {data}/demo-pg/sock}}\n")
     with migrated_engine.begin() as conn:  # the demo's own target cluster is not the store
         import_targets(conn, _doc(demo), vault, policy=admin)
@@ -172,32 +184,38 @@ def test_caps_on_series_and_intervals(
     policy = _policy(tmp_path, max_series_per_target=3, min_interval_ms=1000)
     many = "".join(f"      - name: m{i}\n        kind: direct\n" for i in range(4))
     body = "  - name: many\n    kind: postgres\n    dsn: h:5432/d\n    username: u\n    modes:\n"
-    with pytest.raises(PolicyError, match="4 probe series; at most 3"):
-        with migrated_engine.begin() as conn:
-            import_targets(conn, _doc(body + many), vault, policy=policy)
+    with (
+        pytest.raises(PolicyError, match="4 probe series; at most 3"),
+        migrated_engine.begin() as conn,
+    ):
+        import_targets(conn, _doc(body + many), vault, policy=policy)
     fast = pg(extra="        probes: [{probe: connping, interval: 100ms, timeout: 50ms}]\n")
-    with pytest.raises(PolicyError, match="below the smallest interval"):
-        with migrated_engine.begin() as conn:
-            import_targets(conn, _doc(fast), vault, policy=policy)
+    with (
+        pytest.raises(PolicyError, match="below the smallest interval"),
+        migrated_engine.begin() as conn,
+    ):
+        import_targets(conn, _doc(fast), vault, policy=policy)
     with migrated_engine.connect() as conn:
         assert conn.execute(text("select count(*) from series")).scalar_one() == 0
 
 
 def test_target_networks(migrated_engine: Engine, vault: Vault, tmp_path: Path) -> None:
     policy = _policy(tmp_path, target_networks=["10.0.0.0/8", "127.0.0.0/8"])
-    with pytest.raises(PolicyError, match="outside the networks"):
-        with migrated_engine.begin() as conn:
-            import_targets(conn, _doc(pg(dsn="192.0.2.10:5432/app")), vault, policy=policy)
-    with pytest.raises(PolicyError, match="tnsnames alias hides its host"):
-        with migrated_engine.begin() as conn:
-            import_targets(
-                conn,
-                _doc(
-                    "  - {name: a, kind: oracle, dsn: SALESPROD, username: u, modes: [{name: shared}]}\n"
-                ),
-                vault,
-                policy=policy,
-            )
+    with pytest.raises(PolicyError, match="outside the networks"), migrated_engine.begin() as conn:
+        import_targets(conn, _doc(pg(dsn="192.0.2.10:5432/app")), vault, policy=policy)
+    with (
+        pytest.raises(PolicyError, match="tnsnames alias hides its host"),
+        migrated_engine.begin() as conn,
+    ):
+        import_targets(
+            conn,
+            _doc(
+                "  - {name: a, kind: oracle, dsn: SALESPROD, username: u,"
+                " modes: [{name: shared}]}\n"
+            ),
+            vault,
+            policy=policy,
+        )
     with migrated_engine.begin() as conn:
         import_targets(conn, _doc(pg(dsn="localhost:5432/app")), vault, policy=policy)
         import_targets(

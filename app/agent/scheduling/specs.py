@@ -41,6 +41,7 @@ from app.probes.spec import (
     Purity,
 )
 from app.secrets import SecretError, Vault
+from app.secrets.binding import endpoint_fields, endpoint_id
 from app.secrets.references import resolve_reference
 from app.targets.durations import parse_duration_ms
 from app.targets.params import ORACLE_KEYS, POSTGRES_KEYS
@@ -77,6 +78,7 @@ class SeriesRow:
     password_enc: str | None
     password_ref: str | None
     target_params: dict[str, Any]
+    ref_binding: str | None = None
 
     @property
     def label(self) -> str:
@@ -88,7 +90,7 @@ select s.id as series_id, s.probe, s.interval_ms, s.timeout_ms, s.params, s.site
        m.id as mode_id, m.name as mode_name, m.kind as mode_kind, m.transport,
        m.params as mode_params, t.id as target_id, t.name as target_name,
        t.kind as target_kind, t.dsn, t.username, t.password_enc, t.password_ref,
-       t.params as target_params
+       t.params as target_params, t.ref_binding
 from series s join modes m on m.id = s.mode_id join targets t on t.id = m.target_id
 """
 _ENABLED = "s.enabled and m.enabled and t.enabled and s.site = :site"
@@ -96,7 +98,8 @@ _ENABLED = "s.enabled and m.enabled and t.enabled and s.site = :site"
 FINGERPRINT_SQL = text(
     "select count(*), md5(coalesce(string_agg(concat_ws('|', s.id, s.probe, s.interval_ms, "
     "s.timeout_ms, s.params::text, s.updated_at, m.kind, m.transport, m.params::text, "
-    "t.kind, t.dsn, t.username, t.password_enc, t.password_ref, t.params::text, "
+    "t.kind, t.dsn, t.username, t.password_enc, t.password_ref, t.ref_binding, "
+    "t.params::text, "
     "t.updated_at), ',' order by s.id), '')) "
     "from series s join modes m on m.id = s.mode_id join targets t on t.id = m.target_id "
     f"where {_ENABLED}"
@@ -123,7 +126,7 @@ def load_for_request(conn: Connection, target_id: int, mode_id: int, probe: str)
             " '{}'::jsonb as params, '' as site, m.id as mode_id, m.name as mode_name,"
             " m.kind as mode_kind, m.transport, m.params as mode_params, t.id as target_id,"
             " t.name as target_name, t.kind as target_kind, t.dsn, t.username,"
-            " t.password_enc, t.password_ref, t.params as target_params"
+            " t.password_enc, t.password_ref, t.params as target_params, t.ref_binding"
             " from modes m join targets t on t.id = m.target_id"
             " where m.id = :mode and t.id = :target"
         ),
@@ -134,12 +137,43 @@ def load_for_request(conn: Connection, target_id: int, mode_id: int, probe: str)
     return SeriesRow(**row._asdict())
 
 
-def resolve_password(row: SeriesRow, vault: Vault) -> str:
+def resolve_password(row: SeriesRow, vault: Vault, settings: Settings) -> str:
+    """The target's password for this series' endpoint, or :class:`SpecError`.
+
+    A typed password goes only to an endpoint it was sealed for, and a reference only
+    where it was set for (``ref_binding``) and inside the allow lists of ``settings``
+    (app.secrets.references): whatever the row says now, a secret never follows a
+    connect string that was changed without it.
+    """
+    here = endpoint_id(
+        endpoint_fields(
+            kind=row.target_kind,
+            dsn=row.dsn,
+            username=row.username,
+            mode_kind=row.mode_kind,
+            transport=row.transport,
+            target_params=row.target_params,
+            mode_params=row.mode_params,
+        )
+    )
+    moved = (
+        "was given for another endpoint (host, port, service or database, user): "
+        "give the password again for this one"
+    )
     try:
         if row.password_enc is not None:
-            return vault.decrypt(row.password_enc)
+            sealed = vault.open(row.password_enc)
+            if sealed.endpoints is not None and here not in sealed.endpoints:
+                raise SecretError(f"the stored password {moved}")
+            return sealed.secret
         if row.password_ref is not None:
-            return resolve_reference(row.password_ref)
+            if row.ref_binding is not None:
+                bound = vault.open(row.ref_binding)
+                if bound.secret != row.password_ref or (
+                    bound.endpoints is not None and here not in bound.endpoints
+                ):
+                    raise SecretError(f"the password reference {moved}")
+            return resolve_reference(row.password_ref, settings)
         return ""
     except SecretError as exc:
         raise SpecError(f"{row.label}: target {row.target_name!r}: {exc}") from None
@@ -244,7 +278,7 @@ def oracle_endpoint(row: SeriesRow, password: str, settings: Settings) -> Oracle
     if "wallet_password_ref" in p:
         try:
             wallet_pw = resolve_reference(
-                _str(row, "wallet_password_ref", p["wallet_password_ref"])
+                _str(row, "wallet_password_ref", p["wallet_password_ref"]), settings
             )
         except SecretError as exc:
             raise SpecError(f"{row.label}: {exc}") from None
@@ -342,7 +376,7 @@ def postgres_endpoint(row: SeriesRow, password: str) -> PostgresEndpoint:
     )
 
 
-def _monitoring_account(row: SeriesRow, ep: OracleEndpoint) -> OracleEndpoint:
+def _monitoring_account(row: SeriesRow, ep: OracleEndpoint, settings: Settings) -> OracleEndpoint:
     """serverstats may log on as a monitoring account of its own (``user`` with
     ``password_ref``, resolved now) instead of the target's account."""
     user = (row.params or {}).get("user") if row.probe == "serverstats" else None
@@ -350,7 +384,7 @@ def _monitoring_account(row: SeriesRow, ep: OracleEndpoint) -> OracleEndpoint:
         return ep
     ref = (row.params or {}).get("password_ref")
     try:
-        password = resolve_reference(_str(row, "password_ref", ref))
+        password = resolve_reference(_str(row, "password_ref", ref), settings)
     except SecretError as exc:
         raise SpecError(f"{row.label}: {exc}") from None
     return dataclasses.replace(ep, user=_str(row, "user", user), password=password)
@@ -366,11 +400,11 @@ def build_spec(
     deadline_s: float | None = None,
 ) -> ProbeSpec:
     """The probe spec of one series, password resolved now. Raises :class:`SpecError`."""
-    password = resolve_password(row, vault)
+    password = resolve_password(row, vault, settings)
     endpoint: OracleEndpoint | PostgresEndpoint
     if row.target_kind == "oracle":
         endpoint = oracle_endpoint(row, password, settings)
-        endpoint = _monitoring_account(row, endpoint)
+        endpoint = _monitoring_account(row, endpoint, settings)
     elif row.target_kind == "postgres":
         endpoint = postgres_endpoint(row, password)
     else:

@@ -9,11 +9,17 @@ from urllib.parse import parse_qsl, quote
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
+from starlette.concurrency import run_in_threadpool
 
 from app.auth import audit
+from app.auth.principal import Principal
+from app.secrets import Vault
 from app.store import probe_requests
 from app.store.read.agents import ALIVE_S, agent_status
+from app.targets.policy import WritePolicy
+from app.targets.schema import TargetEntry
 from app.targets.sync import snapshot
 from app.web.access.guards import OperatorDep, require_operator, require_viewer
 from app.web.deps import ConnDep, EngineDep, TemplatesDep, VaultDep
@@ -117,25 +123,43 @@ async def create_target(
     principal: OperatorDep,
 ) -> Response:
     data = await _form(request)
-    form, doc = forms.read_form(data, existing=None)
-    entry = forms.validate(form, doc)
-    if entry is not None:
-        with engine.begin() as conn:
-            if forms.name_taken(conn, entry.name):
-                form.errors["name"] = f"a target named {entry.name!r} already exists"
-            else:
-                forms.save(conn, entry, vault)
-                audit.record(
-                    conn,
-                    principal,
-                    "target.create",
-                    object_type="target",
-                    object_name=entry.name,
-                    after=snapshot(conn, entry.name),
-                )
+    policy = _write_policy(request, principal)
+    # YAML parsing, policy checks (DNS for CONNWATCH_TARGET_NETWORKS) and the store: off the loop
+    form, entry = await run_in_threadpool(_create, engine, vault, principal, policy, data)
     if entry is None or form.errors:
         return _form_page(request, templates, form, status=422)
     return RedirectResponse(f"/targets/{quote(entry.name)}/edit?saved=1", status_code=303)
+
+
+def _write_policy(request: Request, principal: Principal) -> WritePolicy:
+    """What this writer may store: an operator types passwords, an admin may set references."""
+    return WritePolicy.from_settings(request.app.state.settings, admin=principal.role == "admin")
+
+
+def _create(
+    engine: Engine, vault: Vault, principal: Principal, policy: WritePolicy, data: dict[str, str]
+) -> tuple[forms.TargetForm, TargetEntry | None]:
+    form, doc = forms.read_form(data, existing=None)
+    entry = forms.validate(form, doc)
+    if entry is None:
+        return form, None
+    try:
+        with engine.begin() as conn:
+            if forms.name_taken(conn, entry.name):
+                form.errors["name"] = f"a target named {entry.name!r} already exists"
+                return form, entry
+            forms.save(conn, entry, vault, policy)
+            audit.record(
+                conn,
+                principal,
+                "target.create",
+                object_type="target",
+                object_name=entry.name,
+                after=snapshot(conn, entry.name),
+            )
+    except (ValueError, IntegrityError) as exc:
+        form.errors["form"] = str(exc).splitlines()[0]
+    return form, entry
 
 
 @router.get(
@@ -166,16 +190,33 @@ async def update_target(
     principal: OperatorDep,
 ) -> Response:
     data = await _form(request)
+    policy = _write_policy(request, principal)
+    form, target, ok = await run_in_threadpool(
+        _update, engine, vault, principal, policy, name, data
+    )
+    if not ok:
+        return _form_page(request, templates, form, status=422, target=target)
+    return RedirectResponse(f"/targets/{quote(name)}/edit?saved=1", status_code=303)
+
+
+def _update(
+    engine: Engine,
+    vault: Vault,
+    principal: Principal,
+    policy: WritePolicy,
+    name: str,
+    data: dict[str, str],
+) -> tuple[forms.TargetForm, Any, bool]:
     with engine.connect() as conn:
         target = target_or_404(conn, name)
     form, doc = forms.read_form(data, existing=target)
     entry = forms.validate(form, doc)
     if entry is None:
-        return _form_page(request, templates, form, status=422, target=target)
+        return form, target, False
     try:
         with engine.begin() as conn:
             before = snapshot(conn, name)
-            forms.save(conn, entry, vault)
+            forms.save(conn, entry, vault, policy)
             audit.record(
                 conn,
                 principal,
@@ -187,8 +228,8 @@ async def update_target(
             )
     except (ValueError, IntegrityError) as exc:
         form.errors["form"] = str(exc).splitlines()[0]
-        return _form_page(request, templates, form, status=422, target=target)
-    return RedirectResponse(f"/targets/{quote(name)}/edit?saved=1", status_code=303)
+        return form, target, False
+    return form, target, True
 
 
 @router.post("/targets/{name}/enabled", dependencies=[Depends(require_operator)])

@@ -22,7 +22,9 @@ from sqlalchemy.engine import Connection
 
 from app.models import ORACLE_MODES, POSTGRES_MODES, targets
 from app.secrets import SecretError, Vault, is_reference
+from app.targets import safeyaml
 from app.targets.durations import format_duration_ms
+from app.targets.policy import PolicyError, WritePolicy
 from app.targets.schema import TargetEntry, TargetsFile
 from app.targets.sync import import_targets
 from app.web.views.lookups import TargetInfo
@@ -119,7 +121,10 @@ def _parse_params(text: str, where: str, errors: dict[str, str]) -> dict[str, An
     if not text.strip():
         return {}
     try:
-        value = yaml.safe_load(text)
+        value = safeyaml.load(text, safeyaml.FIELD_LIMITS)  # limits before any expansion
+    except safeyaml.YamlLimitError as exc:
+        errors[where] = f"refused: {exc}"
+        return {}
     except yaml.YAMLError:
         errors[where] = 'not valid JSON or YAML: write a mapping such as {"cclass": "APP"}'
         return {}
@@ -236,10 +241,14 @@ def validate(form: TargetForm, doc: dict[str, Any]) -> TargetEntry | None:
     return None if form.errors else entry
 
 
-def save(conn: Connection, entry: TargetEntry, vault: Vault) -> None:
-    """Upsert the target, its modes and their connping series (caller commits)."""
+def save(conn: Connection, entry: TargetEntry, vault: Vault, policy: WritePolicy) -> None:
+    """Upsert the target, its modes and their connping series (caller commits); what the
+    writer may store is ``policy``'s (an operator may not set references or file paths, a
+    changed endpoint needs the password again). Refusals raise ValueError (one line)."""
     try:
-        import_targets(conn, TargetsFile(targets=[entry]), vault)
+        import_targets(conn, TargetsFile(targets=[entry]), vault, policy=policy)
+    except PolicyError as exc:
+        raise ValueError(f"{exc.field}: {exc.message}") from None
     except SecretError as exc:
         raise ValueError(str(exc)) from None
 
