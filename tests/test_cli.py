@@ -51,6 +51,9 @@ def store_env(pg_cluster: PgCluster, pg_database: str, tmp_path: Path) -> Iterat
         "CONNWATCH_DATA_DIR": str(tmp_path / "data"),
         # an external store never gets a generated key (app/secrets/vault.py)
         "CONNWATCH_SECRET_KEY": "0" * 43 + "=",
+        # the allow lists targets.example.yaml's references need
+        "CONNWATCH_SECRET_ENV_PREFIX": "CW_PW_",
+        "CONNWATCH_SECRET_FILE_DIRS": "/run/secrets",
     }
 
 

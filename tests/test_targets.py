@@ -10,14 +10,26 @@ from sqlalchemy import select, text
 from sqlalchemy.engine import Connection, Engine
 
 from app.models import modes, series, targets
-from app.secrets import Vault
+from app.secrets import ReferencePolicy, Vault
+from app.targets.policy import PolicyError, WritePolicy
 from app.targets.schema import (
+    TargetsFile,
     TargetsFileError,
     credentials_in,
     load_targets_file,
     parse_targets,
 )
-from app.targets.sync import dump_yaml, export_targets, import_targets
+from app.targets.sync import ImportResult, dump_yaml, export_targets, import_targets
+
+# the allow lists targets.example.yaml's references need (both are off by default)
+EXAMPLE_POLICY = WritePolicy(
+    references=ReferencePolicy(file_dirs=(Path("/run/secrets"),), env_prefix="CW_PW_")
+)
+
+
+def _import(conn: Connection, doc: TargetsFile, vault: Vault, **kw: bool) -> ImportResult:
+    return import_targets(conn, doc, vault, policy=EXAMPLE_POLICY, **kw)
+
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -142,13 +154,13 @@ def test_example_file_is_valid_and_covers_all_oracle_modes_and_postgres() -> Non
 def test_import_export_round_trip(engine: Engine, vault: Vault) -> None:
     doc = load_targets_file(ROOT / "targets.example.yaml")
     with engine.begin() as conn:
-        res = import_targets(conn, doc, vault)
+        res = _import(conn, doc, vault)
     assert (res.created, res.updated) == (3, 0)
     with engine.connect() as conn:
         exported = export_targets(conn)
     again = parse_targets(dump_yaml(exported), "export.yaml")
     with engine.begin() as conn:
-        res2 = import_targets(conn, again, vault)
+        res2 = _import(conn, again, vault)
         assert (res2.created, res2.updated, res2.unchanged) == (0, 0, 3)
         exported2 = export_targets(conn)
     assert exported2 == exported
@@ -168,7 +180,7 @@ def test_literal_password_is_stored_encrypted_and_exported_only_as_token(
         "t.yaml",
     )
     with engine.begin() as conn:
-        import_targets(conn, doc, vault)
+        _import(conn, doc, vault)
         row = conn.execute(select(targets)).mappings().one()
         dump = conn.execute(text("select row_to_json(t)::text from targets t")).scalar_one()
         exported = dump_yaml(export_targets(conn))
@@ -181,19 +193,28 @@ def test_literal_password_is_stored_encrypted_and_exported_only_as_token(
     assert "password" not in no_secrets
 
 
-def test_reimport_without_password_keeps_the_stored_one(engine: Engine, vault: Vault) -> None:
+def test_reimport_without_password_keeps_it_only_for_the_same_endpoint(
+    engine: Engine, vault: Vault
+) -> None:
     first = (
-        "targets:\n  - {name: p, kind: oracle, dsn: h/s, username: u, password: env:PW,\n"
+        "targets:\n  - {name: p, kind: oracle, dsn: h/s, username: u, password: env:CW_PW_P,\n"
         "     modes: [{name: dedicated}]}\n"
     )
-    second = (
-        "targets:\n  - {name: p, kind: oracle, dsn: h/s, username: v, modes: [{name: dedicated}]}\n"
-    )
+    same_endpoint = first.replace(", password: env:CW_PW_P", ", description: moved racks")
+    other_user = first.replace("username: u, password: env:CW_PW_P", "username: v")
     with engine.begin() as conn:
-        import_targets(conn, parse_targets(first, "a"), vault)
-        import_targets(conn, parse_targets(second, "b"), vault)
+        _import(conn, parse_targets(first, "a"), vault)
+        _import(conn, parse_targets(same_endpoint, "b"), vault)
         row = conn.execute(select(targets)).mappings().one()
-    assert (row["username"], row["password_ref"]) == ("v", "env:PW")
+    assert (row["description"], row["password_ref"]) == ("moved racks", "env:CW_PW_P")
+    with (
+        pytest.raises(PolicyError, match="changing user needs the password again"),
+        engine.begin() as conn,
+    ):
+        _import(conn, parse_targets(other_user, "c"), vault)
+    with engine.connect() as conn:
+        row = conn.execute(select(targets)).mappings().one()
+    assert (row["username"], row["password_ref"]) == ("u", "env:CW_PW_P")  # nothing half
 
 
 def test_prune_removes_what_the_file_does_not_name(engine: Engine, vault: Vault) -> None:
@@ -204,8 +225,8 @@ def test_prune_removes_what_the_file_does_not_name(engine: Engine, vault: Vault)
         "small.yaml",
     )
     with engine.begin() as conn:
-        import_targets(conn, doc, vault)
-        res = import_targets(conn, small, vault, prune=True)
+        _import(conn, doc, vault)
+        res = _import(conn, small, vault, prune=True)
         names = conn.execute(select(targets.c.name)).scalars().all()
         mode_names = conn.execute(select(modes.c.name)).scalars().all()
         probes = conn.execute(select(series.c.probe)).scalars().all()
@@ -225,8 +246,8 @@ def test_a_mode_without_probes_is_probed_every_10_seconds(engine: Engine, vault:
     assert [p.interval for m in doc.targets[0].modes for p in m.probes] == [10_000, 10_000]
     example = load_targets_file(ROOT / "targets.example.yaml")
     with engine.begin() as conn:
-        import_targets(conn, example, vault)
-        import_targets(conn, doc, vault)
+        _import(conn, example, vault)
+        _import(conn, doc, vault)
         intervals = conn.execute(select(series.c.interval_ms)).scalars().all()
         exported = dump_yaml(export_targets(conn))
     assert 10_000_000 not in intervals and max(intervals) <= 3_600_000, intervals

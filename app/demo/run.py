@@ -34,6 +34,7 @@ from app.demo.history import (  # noqa: F401  (re-exported for callers of run)
     load_history_in_background,
 )
 from app.secrets import Vault
+from app.targets.policy import WritePolicy
 from app.targets.schema import TargetsFile, parse_targets
 from app.targets.sync import dump_yaml, import_targets
 
@@ -239,7 +240,7 @@ def _local_postgres(data_dir: Path) -> Iterator[DemoPostgres | None]:
 def load_demo_targets(engine: Engine, settings: Settings, doc: TargetsFile) -> None:
     vault = Vault.from_settings(settings)
     with engine.begin() as conn:
-        import_targets(conn, doc, vault)
+        import_targets(conn, doc, vault, policy=WritePolicy.from_settings(settings))
 
 
 def run(settings: Settings, *, host: str | None, port: int | None, history: bool) -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 from sqlalchemy.engine import Connection
 
 from app.config import Settings
@@ -108,7 +108,17 @@ def reencrypt(conn: Connection, vault: Vault) -> int:
             values["ref_binding"] = vault.rotate(r.ref_binding)
         conn.execute(update(targets).where(targets.c.id == r.id).values(**values))
         n += 1
+    # contact points' secrets (app.notify) are sealed with the same key ring
+    for cp in conn.execute(_CONTACT_SECRETS).all():
+        conn.execute(
+            text("update contact_points set secret_enc = :s where id = :i"),
+            {"s": vault.rotate(cp.secret_enc), "i": cp.id},
+        )
+        n += 1
     return n
+
+
+_CONTACT_SECRETS = text("select id, secret_enc from contact_points where secret_enc is not null")
 
 
 def bind_unbound(conn: Connection, vault: Vault) -> int:
@@ -136,7 +146,10 @@ def bind_unbound(conn: Connection, vault: Vault) -> int:
 def unused_keys(conn: Connection, keys: list[bytes]) -> list[bytes]:
     """The keys (after the primary) no stored token needs: every token opens with the primary."""
     primary = Fernet(keys[0])
-    tokens = conn.execute(select(targets.c.password_enc, targets.c.ref_binding)).all()
+    tokens: list[tuple[str | None, ...]] = [
+        tuple(r) for r in conn.execute(select(targets.c.password_enc, targets.c.ref_binding))
+    ]
+    tokens += [(r.secret_enc,) for r in conn.execute(_CONTACT_SECRETS)]
     for row in tokens:
         for token in row:
             if token:

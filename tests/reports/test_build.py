@@ -26,7 +26,7 @@ targets:
     kind: oracle
     dsn: db1:1521/SALES
     username: u
-    password: env:X
+    password: typed-password-x
     labels: {env: prod}
     modes:
       - {name: dedicated, probes: [{probe: connping, interval: 1m}]}
@@ -35,7 +35,7 @@ targets:
     kind: oracle
     dsn: db2:1521/SALES
     username: u
-    password: env:X
+    password: typed-password-x
     labels: {env: test}
     modes:
       - {name: dedicated, probes: [{probe: connping, interval: 1m}]}

@@ -68,7 +68,7 @@ targets:
     kind: oracle
     dsn: dbhost:1521/HR
     username: connwatch
-    password: env:HR_PW
+    password: hr-typed-password
     modes:
       - name: dedicated
   - name: old

@@ -36,7 +36,7 @@ targets:
     kind: oracle
     dsn: dbhost:1521/WEEKLY
     username: connwatch
-    password: env:WEEKLY_PW
+    password: weekly-typed-password
     modes:
       - name: dedicated
         probes:
