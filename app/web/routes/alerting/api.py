@@ -26,13 +26,14 @@ from app.alerts.mute.acks import AckError, acknowledge, unacknowledge
 from app.alerts.mute.maintenance import list_windows, spans
 from app.alerts.mute.silences import SilenceSpec, create_silence, expire_silence, list_silences
 from app.alerts.rules import RuleSpec, delete_rule, get_rule, list_rules, upsert_rule
+from app.auth.audit import record
 from app.notify.contacts import list_contact_points
 from app.notify.outbox import delivery_log
 from app.slo.compute import slo_status
 from app.slo.definitions import get_slo, list_slos
+from app.web.access.guards import OperatorDep, require_viewer
 from app.web.deps import ConnDep, EngineDep, VaultDep
 from app.web.params import Window, Window7d
-from app.web.routes.alerting.access import OperatorDep, record, require_viewer
 from app.web.routes.alerting.common import base_url, send_test
 
 router = APIRouter(prefix="/api/v1", tags=["alerts"], dependencies=[Depends(require_viewer)])

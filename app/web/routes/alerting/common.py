@@ -7,12 +7,13 @@ from typing import Any
 from fastapi import HTTPException
 from sqlalchemy.engine import Engine
 
+from app.auth.audit import record
+from app.auth.principal import Principal as Actor
 from app.config import get_settings
 from app.notify.deliver import Deliverer, public_url
 from app.notify.outbox import get_status
 from app.notify.testmessage import enqueue_test
 from app.secrets import Vault
-from app.web.routes.alerting.access import Actor, record
 
 
 def base_url() -> str:

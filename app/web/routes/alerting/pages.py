@@ -20,11 +20,12 @@ from app.alerts.lease import lease_holder
 from app.alerts.mute.acks import AckError, acknowledge, unacknowledge
 from app.alerts.mute.maintenance import list_windows, open_windows
 from app.alerts.mute.silences import SilenceSpec, create_silence, expire_silence, list_silences
+from app.auth.audit import record
 from app.targets.durations import parse_duration_ms
 from app.targets.selector import Selector
+from app.web.access.guards import OperatorDep, require_viewer
 from app.web.deps import ConnDep, EngineDep, TemplatesDep
 from app.web.routes.admin import _form
-from app.web.routes.alerting.access import OperatorDep, record, require_viewer
 from app.web.routes.alerting.common import base_url
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(require_viewer)])

@@ -18,6 +18,7 @@ from app.alerts.backtest import BacktestResult, backtest
 from app.alerts.mute.maintenance import delete_window, list_windows, upsert_window
 from app.alerts.queries import firing_counts
 from app.alerts.rules import RuleSpec, delete_rule, get_rule, list_rules, upsert_rule
+from app.auth.audit import record
 from app.notify.contacts import (
     ContactPointSpec,
     delete_contact_point,
@@ -27,9 +28,9 @@ from app.notify.contacts import (
 )
 from app.notify.outbox import delivery_log
 from app.slo.definitions import get_slo
+from app.web.access.guards import OperatorDep, require_viewer
 from app.web.deps import ConnDep, EngineDep, TemplatesDep, VaultDep
 from app.web.routes.admin import _form
-from app.web.routes.alerting.access import OperatorDep, record, require_viewer
 from app.web.routes.alerting.common import send_test
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(require_viewer)])
