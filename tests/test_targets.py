@@ -276,13 +276,13 @@ def test_reimport_of_unchanged_targets_changes_nothing(engine: Engine, vault: Va
     )
     doc = parse_targets(yaml_text + literal, "t.yaml")
     with engine.begin() as conn:
-        first = import_targets(conn, doc, vault)
+        first = _import(conn, doc, vault)
         token = conn.execute(text("select password_enc from targets where name = 'lit'")).scalar()
     assert (first.created, first.updated, first.unchanged) == (4, 0, 0)
     with engine.connect() as conn:
         before = _stamps(conn)
     with engine.begin() as conn:
-        again = import_targets(conn, doc, vault)
+        again = _import(conn, doc, vault)
         same_token = conn.execute(
             text("select password_enc from targets where name = 'lit'")
         ).scalar()
@@ -296,7 +296,7 @@ def test_reimport_of_unchanged_targets_changes_nothing(engine: Engine, vault: Va
     changed = doc.model_copy(deep=True)
     changed.targets[0].modes[0].probes[0].interval = probe.interval * 2
     with engine.begin() as conn:
-        third = import_targets(conn, changed, vault)
+        third = _import(conn, changed, vault)
     assert (third.created, third.updated, third.unchanged) == (0, 1, 3)
     with engine.connect() as conn:
         after = _stamps(conn)

@@ -1,7 +1,7 @@
 """Access control: users, sessions, API tokens, login throttling, OIDC logins, audit log.
 
 Revision ID: 0006
-Revises: 0018
+Revises: 0024
 Create Date: 2026-11-23
 
 See app/auth/tables.py for what each table holds. Secrets are never stored here in a
@@ -17,7 +17,7 @@ from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
 revision: str = "0006"
-down_revision: str | None = "0018"
+down_revision: str | None = "0024"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
