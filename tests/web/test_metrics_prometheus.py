@@ -41,6 +41,7 @@ from app.targets.schema import parse_targets
 from app.targets.sync import import_targets
 from app.web.app import create_app
 from app.web.views.lookups import load_targets
+from tests.fixtures.auth import bearer, web_settings
 
 PROMETHEUS = shutil.which("prometheus")
 pytestmark = pytest.mark.skipif(PROMETHEUS is None, reason="Debian's prometheus is not installed")
@@ -70,7 +71,11 @@ def _web(engine: Engine, port: int) -> Iterator[None]:
     import uvicorn
 
     config = uvicorn.Config(
-        create_app(engine), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+        create_app(engine, settings=web_settings()),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
@@ -127,7 +132,7 @@ class Prom:
 
 
 @contextlib.contextmanager
-def _prometheus(tmp: Path, web_port: int) -> Iterator[Prom]:
+def _prometheus(tmp: Path, web_port: int, token: str) -> Iterator[Prom]:
     assert PROMETHEUS is not None
     port = _free_port()
     cfg = tmp / "prometheus.yml"
@@ -136,6 +141,8 @@ def _prometheus(tmp: Path, web_port: int) -> Iterator[Prom]:
         "scrape_configs:\n"
         "  - job_name: connwatch\n"
         f"    static_configs: [{{targets: ['127.0.0.1:{web_port}']}}]\n"
+        # /metrics is not public by default: a read-scope API token, as a real setup uses
+        f"    authorization: {{type: Bearer, credentials: '{token}'}}\n"
     )
     log = (tmp / "prometheus.log").open("w")
     proc = subprocess.Popen(
@@ -175,7 +182,8 @@ def test_prometheus_reads_the_stores_p95(
     def scrapes(n: int) -> bool:
         return (prom.scalar(f"count_over_time({count}[1m])") or 0) >= n
 
-    with _prometheus(tmp_path, web_port) as prom:
+    token = bearer(migrated_engine, "viewer", "read")
+    with _prometheus(tmp_path, web_port, token) as prom:
         with _web(migrated_engine, web_port):
             _until(lambda: scrapes(2), "no scrapes")
             assert prom.scalar(count) == 300
