@@ -48,6 +48,10 @@ def test_compose_commands_and_environment_exist_in_cli_and_settings() -> None:
     assert checked >= 9
     assert services["migrate"]["command"] == ["migrate"]
     assert services["web"]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    # the UI needs a login and is published on loopback only (issue 12)
+    assert all(str(p).startswith("127.0.0.1:") for p in services["web"]["ports"])
+    assert services["web"]["environment"]["CONNWATCH_ANONYMOUS_ROLE"] == "none"
+    assert all("ports" not in svc for n, svc in services.items() if n != "web")
 
 
 def test_dockerfile_runs_non_root_with_a_readiness_healthcheck() -> None:
