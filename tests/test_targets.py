@@ -208,7 +208,7 @@ def test_reimport_without_password_keeps_it_only_for_the_same_endpoint(
         row = conn.execute(select(targets)).mappings().one()
     assert (row["description"], row["password_ref"]) == ("moved racks", "env:CW_PW_P")
     with (
-        pytest.raises(PolicyError, match="changing user needs the password again"),
+        pytest.raises(PolicyError, match="changing username needs the password again"),
         engine.begin() as conn,
     ):
         _import(conn, parse_targets(other_user, "c"), vault)
@@ -221,6 +221,7 @@ def test_prune_removes_what_the_file_does_not_name(engine: Engine, vault: Vault)
     doc = load_targets_file(ROOT / "targets.example.yaml")
     small = parse_targets(
         "targets:\n  - name: sales-prod\n    kind: oracle\n    dsn: h/s\n    username: u\n"
+        "    password: env:CW_PW_SALES\n"  # a new endpoint needs the password again
         "    modes:\n      - {name: shared}\n",
         "small.yaml",
     )
