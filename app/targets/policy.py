@@ -276,6 +276,18 @@ def _check_networks(entry: TargetEntry, policy: WritePolicy) -> None:
             raise PolicyError(entry.name, where, problem)
 
 
+def network_problem(entry: TargetEntry, policy: WritePolicy) -> str | None:
+    """Why a stored target may not be reached now ("test now" re-checks it: the networks
+    may have been narrowed since it was written), or None."""
+    if not policy.networks:
+        return None
+    try:
+        _check_networks(entry, policy)
+    except PolicyError as exc:
+        return f"{exc.field}: {exc.message}"
+    return None
+
+
 def outside_networks(host: str, nets: tuple[Network, ...]) -> str | None:
     """Why ``host`` may not be reached under CONNWATCH_TARGET_NETWORKS (None: it may)."""
     try:

@@ -408,3 +408,29 @@ def test_test_now_is_rate_limited_per_user(
             for _ in range(3)
         ]
     assert codes == [303, 303, 429]
+
+
+def test_test_now_respects_target_networks_narrowed_after_the_target_was_written(
+    client: TestClient, migrated_engine: Engine, vault: Vault
+) -> None:
+    form = {
+        "name": "far",
+        "kind": "postgres",
+        "dsn": "192.0.2.10:5432/app",
+        "username": "u",
+        "mode-0-name": "direct",
+        "mode-0-kind": "direct",
+        "mode-0-on": "on",
+    }
+    assert client.post("/targets/new", data=form, follow_redirects=False).status_code == 303
+    with _client(migrated_engine, vault, target_networks=["10.0.0.0/8"]) as c:
+        login_as(c, migrated_engine, "operator")
+        res = c.post("/targets/far/test", data={"mode": "direct"}, follow_redirects=False)
+        assert res.status_code == 422 and "CONNWATCH_TARGET_NETWORKS" in res.text
+        again = c.post("/targets/new", data={**form, "name": "far2"}, follow_redirects=False)
+        assert again.status_code == 422 and "outside the networks" in again.text
+    with migrated_engine.connect() as conn:
+        assert conn.execute(text("select count(*) from probe_requests")).scalar_one() == 0
+        assert (
+            conn.execute(text("select count(*) from targets where name = 'far2'")).scalar_one() == 0
+        )

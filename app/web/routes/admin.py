@@ -18,7 +18,7 @@ from app.auth.principal import Principal
 from app.secrets import Vault
 from app.store import probe_requests
 from app.store.read.agents import ALIVE_S, agent_status
-from app.targets.policy import WritePolicy
+from app.targets.policy import WritePolicy, network_problem
 from app.targets.schema import TargetEntry
 from app.targets.sync import snapshot
 from app.web.access.guards import OperatorDep, require_operator, require_viewer
@@ -298,6 +298,9 @@ async def test_now(
     data = await _form(request)
     mode_name = data.get("mode", "")
     settings = request.app.state.settings
+    problem = await run_in_threadpool(_unreachable, engine, settings, name)
+    if problem:
+        raise HTTPException(422, f"'test now' refused: {problem}")
     with engine.begin() as conn:
         target = target_or_404(conn, name)
         recent = audit.count_recent(conn, principal.name, "target.test", 60)
@@ -326,6 +329,22 @@ async def test_now(
     return RedirectResponse(
         f"/targets/{quote(name)}/edit?test={request_id}#test-now", status_code=303
     )
+
+
+def _unreachable(engine: Engine, settings: Any, name: str) -> str | None:
+    """CONNWATCH_TARGET_NETWORKS applied to the target as stored now (DNS: a worker thread)."""
+    if not settings.target_networks:
+        return None
+    with engine.connect() as conn:
+        found = snapshot(conn, name)
+    if found is None:
+        return None
+    fields = {k: v for k, v in found.items() if k not in ("password", "password_encrypted")}
+    try:
+        entry = TargetEntry.model_validate(fields)
+    except ValueError:
+        return "the stored target no longer validates: edit it first"
+    return network_problem(entry, WritePolicy.from_settings(settings))
 
 
 @router.get("/agents", response_class=HTMLResponse)
