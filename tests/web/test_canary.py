@@ -27,8 +27,8 @@ from app.agent.scheduling.specs import build_spec, load_series
 from app.config import Settings
 from app.demo.pgcluster import PgCluster, find_pg_bindir
 from app.secrets import Vault
-from app.targets.policy import PolicyError, WritePolicy
-from app.targets.schema import parse_targets
+from app.targets.policy import WritePolicy
+from app.targets.schema import TargetsFileError, parse_targets
 from app.targets.sync import dump_yaml, export_targets, import_targets
 from app.web.access.guards import app_routes
 
@@ -45,6 +45,7 @@ REFUSED = {
     "wallet": "Canary-Wallet-9Jc36",
 }
 FORM = {
+    "enabled": "on",
     "kind": "postgres",
     "username": "u",
     "mode-0-name": "direct",
@@ -121,7 +122,7 @@ def test_no_canary_leaks_anywhere(
         " modes: [{name: dedicated}]}",
     ]
     for body in refused_yaml:
-        with pytest.raises(PolicyError) as info, migrated_engine.begin() as conn:
+        with pytest.raises(TargetsFileError) as info, migrated_engine.begin() as conn:
             import_targets(conn, parse_targets(f"targets:\n  - {body}\n", "bad.yaml"), vault,
                            policy=policy)  # fmt: skip
         seen.append(str(info.value))
