@@ -24,9 +24,13 @@ from app.store.read.totals import EXPORT_GROUP, FIRST_GROUP, LAST_GROUP
 from app.store.write.ingest import write_samples
 from app.store.write.rollups import roll_up_pending
 from app.web.app import create_app
+from tests.fixtures.auth import web_settings
 from tests.web.data import Seeded, _fail, _ok
 
 BASE = {"target": "sales", "mode": "dedicated", "probe": "connping", "site": "default"}
+
+# a second web process as Prometheus reads it: /metrics public (tokens: tests/web/test_access.py)
+METRICS_PUBLIC = web_settings(metrics_public=True)
 
 
 def _value(body: str, name: str, **lbl: str) -> float:
@@ -156,7 +160,7 @@ def test_two_app_instances_expose_the_same_counters(
     exposes exactly the same counters and histograms."""
     client = seeded_env[0]
     a = client.get("/metrics").text
-    with TestClient(create_app(_engine(client))) as other:
+    with TestClient(create_app(_engine(client), settings=METRICS_PUBLIC)) as other:
         b = other.get("/metrics").text
 
     def cumulative(body: str) -> list[str]:
@@ -172,7 +176,7 @@ def test_counters_only_grow_as_samples_arrive(migrated_engine: Engine, vault: ob
     from tests.web.data import seed
 
     seeded = seed(migrated_engine, vault, hours=0.2)  # type: ignore[arg-type]
-    with TestClient(create_app(migrated_engine)) as c:
+    with TestClient(create_app(migrated_engine, settings=METRICS_PUBLIC)) as c:
         before = _numbers(c.get("/metrics").text)
         sid = seeded.series[("sales", "dedicated")]
         at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=1)
