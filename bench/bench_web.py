@@ -43,6 +43,7 @@ from sqlalchemy import create_engine, text
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app import migrate
+from app.config import Settings
 from app.demo.pgcluster import PgCluster, free_port
 from app.secrets import Vault
 from app.store.write.synthetic import generate
@@ -214,7 +215,12 @@ def main() -> int:
 
         import uvicorn
 
-        app = create_app(engine, vault=Vault(Fernet.generate_key()))
+        # loopback reads without login (as the demo): the figures are the pages' own cost
+        app = create_app(
+            engine,
+            vault=Vault(Fernet.generate_key()),
+            settings=Settings(anonymous_role="viewer", metrics_public=True),
+        )
         port = free_port()
         server = uvicorn.Server(
             uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")

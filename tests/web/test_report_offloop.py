@@ -47,9 +47,24 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def _request(method: str, url: str, timeout: float) -> tuple[int, str, bytes]:
+def _operator(engine: Engine) -> dict[str, str]:
+    """An operator's session cookie and anti-forgery token ("send now" needs one)."""
+    from app.auth import sessions
+    from tests.fixtures.auth import make_user
+
+    user = make_user(engine, "operator")
+    with engine.begin() as conn:
+        token, csrf = sessions.create(
+            conn, user.id, via="password", source="t", user_agent="t", max_hours=1
+        )
+    return {"cookie": f"connwatch_session={token}", "x-csrf-token": csrf}
+
+
+def _request(
+    method: str, url: str, timeout: float, auth: dict[str, str] | None = None
+) -> tuple[int, str, bytes]:
     """(status, Location, body) of one request; a POST sends an empty form."""
-    req = urllib.request.Request(url, method=method)
+    req = urllib.request.Request(url, method=method, headers=auth or {})
     if method == "POST":
         req.add_header("content-type", "application/x-www-form-urlencoded")
         req.data = b""
@@ -86,11 +101,12 @@ def _in_thread(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
 def test_healthz_answers_while_a_report_is_built(
     server: LiveServer, method: str, path: str
 ) -> None:
+    auth = _operator(server.engine) if method == "POST" else None
     locker = create_engine(server.db_url, pool_size=1)
     try:
         with locker.connect() as hold:
             hold.execute(text("lock table targets in access exclusive mode"))  # no commit yet
-            thread, out = _in_thread(lambda: _request(method, server.url + path, WAIT_S * 2))
+            thread, out = _in_thread(lambda: _request(method, server.url + path, WAIT_S * 2, auth))
             deadline = time.monotonic() + WAIT_S
             while _waiting_on_lock(server.engine) == 0:
                 assert time.monotonic() < deadline, "the report never reached the targets table"
