@@ -68,6 +68,7 @@ def test_serve_runs_web_workers_and_the_agent_in_its_own_process(
         CONNWATCH_AGENT_NAME="served",
         CONNWATCH_AGENT_WORKERS="1",
         CONNWATCH_ANONYMOUS_ROLE="viewer",  # loopback reads the API without login
+        CONNWATCH_SECRET_KEY="0" * 43 + "=",  # an external store never gets a generated key
     )
     log = (tmp_path / "serve.log").open("wb")
     proc = subprocess.Popen(
