@@ -57,9 +57,9 @@ from bench_agent import due, proc_cpu_s, setup_series  # noqa: E402
 from app import migrate  # noqa: E402
 from app.agent.stats import percentile  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.credentials import Vault  # noqa: E402
 from app.demo.pgcluster import PgCluster  # noqa: E402
 from app.oraclesim.tooling.runner import SimulatorProcess  # noqa: E402
+from app.secrets import Vault  # noqa: E402
 
 
 def tree(pid: int) -> list[int]:

@@ -53,9 +53,9 @@ from bench_agent import setup_series  # noqa: E402
 from app import migrate  # noqa: E402
 from app.agent.stats import percentile  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.credentials import Vault  # noqa: E402
 from app.demo.pgcluster import PgCluster, free_port  # noqa: E402
 from app.oraclesim.tooling.runner import SimulatorProcess  # noqa: E402
+from app.secrets import Vault  # noqa: E402
 
 MIX = [
     "/",
@@ -132,6 +132,9 @@ def one(
         CONNWATCH_AGENT_NAME=f"serve-w{workers}",
         CONNWATCH_AGENT_WORKERS="1",
         CONNWATCH_LOG_LEVEL="WARNING",
+        # loopback reads without login, /metrics without a token: the pages' own cost
+        CONNWATCH_ANONYMOUS_ROLE="viewer",
+        CONNWATCH_METRICS_PUBLIC="true",
     )
     log = tmp / f"serve-{workers}.log"
     with log.open("wb") as out:

@@ -18,9 +18,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from app.config import Settings
-from app.credentials import Vault
 from app.demo.pgcluster import PgCluster
 from app.oraclesim.tooling.runner import SimulatorProcess
+from app.secrets import Vault
 from tests.agent.conftest import gaps
 from tests.agent.procs import KEY, AgentProcs, agent_stats, by_series, wait_for
 
