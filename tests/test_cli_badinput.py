@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cryptography.fernet import Fernet
 from sqlalchemy import create_engine, text
 
 from app import migrate
@@ -40,7 +41,11 @@ def store(pg_cluster: PgCluster, pg_database: str, tmp_path: Path) -> dict[str, 
     engine = create_engine(url)
     migrate.upgrade(engine)
     engine.dispose()
-    return {"CONNWATCH_DATABASE_URL": url, "CONNWATCH_DATA_DIR": str(tmp_path / "data")}
+    return {
+        "CONNWATCH_DATABASE_URL": url,
+        "CONNWATCH_DATA_DIR": str(tmp_path / "data"),
+        "CONNWATCH_SECRET_KEY": Fernet.generate_key().decode(),
+    }
 
 
 @dataclass
@@ -117,3 +122,20 @@ def test_connping_csv_with_nan_or_year_5138_stores_nothing(
         assert len(res.stderr.strip().splitlines()) == 1
     assert _count(store, "select count(*) from samples") == 0
     assert _count(store, "select count(*) from pg_class where relname like 'samples_p5138%'") == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("[" * 20_000 + "]" * 20_000, "nested deeper than"),
+        ("targets:\n  - params: " + '{"a": ' * 500 + "1" + "}" * 500 + "\n", "nested deeper than"),
+    ],
+)
+def test_yaml_nested_too_deep_is_one_line(
+    tmp_path: Path, cli: Callable[..., Ran], body: str, expected: str
+) -> None:
+    f = tmp_path / "deep.yaml"
+    f.write_text(body)
+    res = cli("targets", "import", "--dry-run", str(f))
+    assert_clean_failure(res, expected)  # type: ignore[arg-type]
+    assert len(res.stderr.strip().splitlines()) == 1

@@ -238,3 +238,14 @@ def test_windows_at_the_ends_of_the_calendar_are_a_422(
     res = client.get("/api/v1/targets/sales/timeseries", params={"from": instant})
     assert res.status_code == 422, res.text[:200]
     assert "is outside 1970-01-01 to 2200-01-01 (UTC)" in res.json()["detail"]
+
+
+@pytest.mark.parametrize("depth", [500, 2000])
+def test_params_nested_deep_are_a_form_error(env: tuple[TestClient, Seeded], depth: int) -> None:
+    client, _ = env
+    before = _count_targets(client)
+    for deep in ('{"a": ' * depth + "1" + "}" * depth, "[" * depth + "]" * depth):
+        res = client.post("/targets/new", data=_new_target_form(**{"mode-0-params": deep}))
+        assert res.status_code == 422, res.text[:300]
+        assert "nested deeper than" in res.text
+    assert _count_targets(client) == before
