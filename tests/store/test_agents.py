@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from app.store.read.agents import agent_status, label_value, number
+from app.metrics.registry import number
+from app.store.read.agents import agent_status, label_value
 
 
 def test_status_of_every_agent(engine: Engine) -> None:
