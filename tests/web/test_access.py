@@ -434,3 +434,29 @@ def test_test_now_respects_target_networks_narrowed_after_the_target_was_written
         assert (
             conn.execute(text("select count(*) from targets where name = 'far2'")).scalar_one() == 0
         )
+
+
+def test_auth_proxy_headers_count_only_from_trusted_proxies(
+    migrated_engine: Engine, vault: Vault
+) -> None:
+    proxy = {
+        "proxy_user_header": "X-Forwarded-User",
+        "proxy_groups_header": "X-Forwarded-Groups",
+        "proxy_roles": ["dba=operator", "admins=admin"],
+        "trusted_proxies": ["10.0.0.0/8"],
+    }
+    who = {"X-Forwarded-User": "dora", "X-Forwarded-Groups": "staff,dba"}
+    with _client(migrated_engine, vault, client_addr="10.1.2.3", **proxy) as c:
+        assert c.get("/api/v1/targets", headers=who).status_code == 200
+        page = c.get("/", headers={**who, "accept": "text/html"})
+        assert page.status_code == 200 and "dora" in page.text
+        # a state change from the proxy's user still needs the anti-forgery token
+        assert c.post("/annotations", headers=who, data={"text": "x"}).status_code == 403
+        nobody = {"X-Forwarded-User": "eve", "X-Forwarded-Groups": "guests"}
+        assert c.get("/api/v1/targets", headers=nobody).status_code == 403  # no role maps
+    with _client(migrated_engine, vault, client_addr="192.0.2.7", **proxy) as c:
+        # the same headers from a client that is not a trusted proxy: nobody
+        assert c.get("/api/v1/targets", headers=who).status_code == 401
+    with migrated_engine.connect() as conn:
+        row = conn.execute(text("select kind, role from users where name = 'dora'")).one()
+    assert tuple(row) == ("proxy", "operator")
