@@ -2,6 +2,9 @@
 
     .venv/bin/python -m tests.tools.walk http://127.0.0.1:8000 [out-dir] [target ...]
 
+With ``CONNWATCH_WALK_LOGIN=user:password`` (the demo prints an admin's once) it logs in
+first and also walks the operator and admin pages; without it, what a loopback viewer sees.
+
 Saves a full-page screenshot of each page at 1440x900 and 390x844 under
 ``test-artifacts/walk/`` (``make clean`` removes it) and prints each page's width in
 CSS pixels against the viewport's, its console errors and its HTTP status, so a page
@@ -10,6 +13,7 @@ wider than a phone is found by reading one table. Debian's Chromium, no download
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -21,9 +25,11 @@ VIEWPORTS = {"desktop": (1440, 900), "phone": (390, 844)}
 
 def pages(targets: list[str]) -> list[str]:
     out = ["/", "/compare", "/spikes", "/samples", "/report", "/targets", "/agents", "/errors"]
-    out += ["/targets/new?kind=oracle", "/docs"]
+    out += ["/targets/new?kind=oracle", "/docs", "/alerts", "/alerts/rules", "/alerts/contacts"]
+    out += ["/alerts/maintenance", "/report/subscriptions", "/admin/users", "/admin/audit"]
     for t in targets:
-        out += [f"/target/{t}", f"/target/{t}?range=24h", f"/target/{t}/heatmap"]
+        out += [f"/target/{t}", f"/target/{t}?range=24h", f"/target/{t}?range=30d"]
+        out += [f"/target/{t}?range=1y", f"/target/{t}/heatmap"]
         out += [f"/targets/{t}/edit", f"/compare?target={t}", f"/samples?target={t}"]
     return out
 
@@ -39,6 +45,16 @@ def walk(base: str, out: Path, targets: list[str]) -> int:
             ctx = browser.new_context(
                 viewport={"width": w, "height": h}, timezone_id="Europe/Paris", locale="en-GB"
             )
+            login = os.environ.get("CONNWATCH_WALK_LOGIN", "")
+            if login:
+                user, _, password = login.partition(":")
+                page = ctx.new_page()
+                page.goto(base + "/login")
+                page.fill("#l-user", user)
+                page.fill("#l-pw", password)
+                page.click("button[type=submit]")
+                page.wait_for_load_state("networkidle")
+                page.close()
             for path in pages(targets):
                 page = ctx.new_page()
                 errors: list[str] = []

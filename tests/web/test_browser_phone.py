@@ -29,6 +29,13 @@ PAGES = [
     "/agents",
     "/errors",
     "/docs",
+    "/alerts",
+    "/alerts/rules",
+    "/alerts/contacts",
+    "/alerts/maintenance",
+    "/report/subscriptions",
+    "/admin/users",
+    "/admin/audit",
 ]
 
 
@@ -46,8 +53,10 @@ def test_every_page_fits_a_phone(
 ) -> None:
     name = re.sub(r"[^A-Za-z0-9]+", "_", path).strip("_") or "overview"
     ARTIFACTS.mkdir(exist_ok=True)
-    if path.startswith("/targets/"):
-        live_server.login(page, "operator")  # the target forms need an operator
+    if path.startswith("/admin/"):
+        live_server.login(page, "admin")  # users, tokens, sessions and the audit log
+    elif path.startswith(("/targets/", "/alerts/", "/report/")):
+        live_server.login(page, "operator")  # forms and settings need an operator
     page.set_viewport_size({"width": 1440, "height": 900})
     assert page.goto(live_server.url + path).status == 200
     _settle(page)
