@@ -122,7 +122,7 @@ CW.builders.distribution = (data) => {
       lowerfence: [m.box.p5], upperfence: [m.box.p95], mean: [m.box.mean ?? m.box.p50],
     })),
     layout: CW.layoutBase({
-      yaxis: { title: { text: `${data.phase} (ms): box p25–p75, whiskers p5–p95` }, rangemode: "tozero" },
+      yaxis: { title: { text: `${data.phase} (ms)` }, rangemode: "tozero" },
       showlegend: false,
     }),
     empty: modes.length === 0,
