@@ -3,6 +3,9 @@ SHELL := /bin/bash
 export UV_PYTHON_DOWNLOADS := never
 RUN := .venv/bin/python -m
 LINTED := $(wildcard app tests bench migrations)
+# Two pytest workers, each test file kept on one (its module fixtures set up once): most
+# tests wait on servers and subprocesses, so two workers fit CI's 2 cores in the budget.
+PYTEST_PARALLEL ?= -n 2 --dist loadfile
 
 .PHONY: demo test venv lint typecheck pytest serve clean
 
@@ -22,7 +25,7 @@ test: venv
 	$(RUN) ruff check $(LINTED)
 	$(RUN) ruff format --check $(LINTED)
 	$(RUN) mypy app
-	$(RUN) pytest
+	$(RUN) pytest $(PYTEST_PARALLEL)
 
 lint: venv
 	$(RUN) ruff check $(LINTED)
@@ -32,7 +35,7 @@ typecheck: venv
 	$(RUN) mypy app
 
 pytest: venv
-	$(RUN) pytest
+	$(RUN) pytest $(PYTEST_PARALLEL)
 
 serve: venv
 	.venv/bin/connwatch serve
