@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]  # the repository: app/oraclesim/tooling/child.py
 
 
 def start_child(module: str, args: list[str], what: str) -> tuple[subprocess.Popen[str], Any]:
