@@ -24,7 +24,7 @@ from app.alerts.annotations import (
 from app.alerts.backtest import backtest
 from app.alerts.mute.acks import AckError, acknowledge, unacknowledge
 from app.alerts.mute.maintenance import list_windows, spans
-from app.alerts.mute.silences import SilenceSpec, create_silence, expire_silence, list_silences
+from app.alerts.mute.silences import SilenceSpec, expire_silence, list_silences
 from app.alerts.rules import RuleSpec, delete_rule, get_rule, list_rules, upsert_rule
 from app.auth.audit import record
 from app.notify.contacts import list_contact_points
@@ -34,7 +34,7 @@ from app.slo.definitions import get_slo, list_slos
 from app.web.access.guards import OperatorDep, require_viewer
 from app.web.deps import ConnDep, EngineDep, VaultDep
 from app.web.params import Window, Window7d
-from app.web.routes.alerting.common import base_url, send_test
+from app.web.routes.alerting.common import base_url, create_silence_audited, send_test
 
 router = APIRouter(prefix="/api/v1", tags=["alerts"], dependencies=[Depends(require_viewer)])
 
@@ -234,15 +234,7 @@ def api_silence(engine: EngineDep, who: OperatorDep, body: SilenceBody) -> dict[
         err = exc.errors()[0]
         raise HTTPException(422, f"{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
     with engine.begin() as conn:
-        sid = create_silence(conn, spec)
-        record(
-            conn,
-            who,
-            "silence.create",
-            object_type="silence",
-            object_name=str(sid),
-            after=spec.model_dump(mode="json"),
-        )
+        sid = create_silence_audited(conn, who, spec)
     return {"id": sid}
 
 

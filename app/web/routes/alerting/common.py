@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import HTTPException
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
+from app.alerts.mute.silences import SilenceSpec, create_silence
 from app.auth.audit import record
 from app.auth.principal import Principal as Actor
 from app.config import get_settings
@@ -36,3 +37,17 @@ def send_test(engine: Engine, who: Actor, name: str, vault: Vault | None = None)
     with engine.connect() as conn:
         status, error = get_status(conn, mid) or ("pending", None)
     return {"id": mid, "status": status, "error": error}
+
+
+def create_silence_audited(conn: Connection, who: Actor, spec: SilenceSpec) -> int:
+    """Store a silence and its audit entry in the caller's transaction (page and API)."""
+    sid = create_silence(conn, spec)
+    record(
+        conn,
+        who,
+        "silence.create",
+        object_type="silence",
+        object_name=str(sid),
+        after=spec.model_dump(mode="json"),
+    )
+    return sid

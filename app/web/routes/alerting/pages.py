@@ -19,14 +19,14 @@ from app.alerts.annotations import AnnotationError, AnnotationSpec, add_annotati
 from app.alerts.lease import lease_holder
 from app.alerts.mute.acks import AckError, acknowledge, unacknowledge
 from app.alerts.mute.maintenance import list_windows, open_windows
-from app.alerts.mute.silences import SilenceSpec, create_silence, expire_silence, list_silences
+from app.alerts.mute.silences import SilenceSpec, expire_silence, list_silences
 from app.auth.audit import record
 from app.targets.durations import parse_duration_ms
 from app.targets.selector import Selector
 from app.web.access.guards import OperatorDep, require_viewer
 from app.web.deps import ConnDep, EngineDep, TemplatesDep
 from app.web.routes.admin import _form
-from app.web.routes.alerting.common import base_url
+from app.web.routes.alerting.common import base_url, create_silence_audited
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(require_viewer)])
 
@@ -194,15 +194,7 @@ async def silence(
     if errors:
         return _page(request, conn, templates, errors=errors, form=f, status=422)
     with engine.begin() as wconn:
-        sid = create_silence(wconn, spec)
-        record(
-            wconn,
-            who,
-            "silence.create",
-            object_type="silence",
-            object_name=str(sid),
-            after=spec.model_dump(mode="json"),
-        )
+        sid = create_silence_audited(wconn, who, spec)
     return _back(f"silence {sid} until {spec.ends_at:%H:%M} UTC")
 
 
