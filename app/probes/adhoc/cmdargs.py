@@ -8,8 +8,10 @@ from __future__ import annotations
 import asyncio
 import getpass
 import math
+import signal
 import sys
 import time
+from collections.abc import Coroutine
 from dataclasses import asdict
 from datetime import datetime
 from enum import Enum
@@ -168,7 +170,39 @@ def time_opts(
     return fmt.TimeOpts(not no_timestamp, unixepoch, utctime, utcformat)
 
 
+class Interrupt:
+    """Ctrl-C seen by a running command (set by :func:`until_interrupted`)."""
+
+    seen = False
+
+
+async def until_interrupted(main: Coroutine[Any, Any, None]) -> None:
+    """Run a command's loop; Ctrl-C cancels it and is remembered, so the loop also ends
+    at its next pause even if a driver swallowed that cancellation (the command would
+    otherwise run its whole period after one Ctrl-C)."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    Interrupt.seen = False
+
+    def on_sigint() -> None:
+        Interrupt.seen = True
+        if task is not None:
+            task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
+        await main
+        return
+    try:
+        await main
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
 async def sleep_until(clock: Clock, at_s: float) -> None:
+    if Interrupt.seen:
+        raise asyncio.CancelledError
     delay = at_s - (time.perf_counter_ns() - clock.perf0) / 1e9
     if delay > 0:
         await asyncio.sleep(delay)

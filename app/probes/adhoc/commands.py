@@ -15,6 +15,7 @@ ad-hoc run and the dashboard measure the same thing.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import sys
@@ -60,6 +61,7 @@ from app.probes.adhoc.cmdargs import (
     stat_dict,
     time_opts,
     to_ms,
+    until_interrupted,
 )
 from app.probes.adhoc.sweepreport import Progress, sweep_all, sweep_table
 from app.probes.base import ProbeConfigError, ProbeContext
@@ -148,8 +150,8 @@ def _run(cmd: str, csv: IO[str] | None, loop: Coroutine[Any, Any, None]) -> None
     """Run a command's loop until it ends or Ctrl-C; exit 1 if its first logon failed.
     The CSV file (if any) is closed either way."""
     try:
-        with contextlib.suppress(KeyboardInterrupt):
-            eventloop.run(loop)
+        with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
+            eventloop.run(until_interrupted(loop))
     except _FirstConnectFailed as exc:
         report_error(cmd, exc.sample)
         raise typer.Exit(1) from None
