@@ -102,7 +102,7 @@ def run_agent(
         CONNWATCH_AGENT_LOGONS_PER_S="2000",  # the first logon wave: not what is measured
         CONNWATCH_AGENT_TARGET_LOGONS_PER_S="200",
         CONNWATCH_ALERTS_ENABLED="false",
-        CONNWATCH_LOG_LEVEL="WARNING",
+        CONNWATCH_LOG_LEVEL=os.environ.get("CW_BENCH_LOG_LEVEL", "WARNING"),
     )
     data_dir.mkdir(parents=True, exist_ok=True)
     log = data_dir / "agent.log"  # a file: an unread pipe would fill and block the agent
@@ -150,6 +150,21 @@ def run_agent(
             ),
             {"a": t0, "b": t1},
         ).all()
+        if os.environ.get("CW_BENCH_DEBUG"):  # where the late starts are, 100 ms buckets
+            for b in conn.execute(
+                text(
+                    "select to_char(date_trunc('second', scheduled_at), 'MI:SS') "
+                    "|| '.' || (extract(milliseconds from scheduled_at)::int % 1000 / 100), "
+                    "count(*), count(*) filter (where status = 'skipped'), "
+                    "max(extract(epoch from started_at - scheduled_at) * 1000) "
+                    "filter (where status <> 'skipped') "
+                    "from samples where scheduled_at >= :a and scheduled_at < :b "
+                    "group by 1 having max(extract(epoch from started_at - scheduled_at) "
+                    "* 1000) filter (where status <> 'skipped') > 20 order by 1"
+                ),
+                {"a": t0, "b": t1},
+            ):
+                print("  late bucket", *b, file=sys.stderr)
         conn.execute(text("delete from samples"))
         conn.commit()
     expected = due(ids, 1000, t0, t1)
@@ -182,6 +197,9 @@ def main() -> None:
     ap.add_argument("--multiples", type=int, nargs="+", default=[1, 2, 4])
     ap.add_argument("--warm", type=float, default=10.0)
     ap.add_argument("--measure", type=float, default=20.0)
+    ap.add_argument(
+        "--only", type=int, nargs="+", help="run only these worker counts (default: 1 and N)"
+    )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="connwatch-bench-capacity-"))
     tmp.chmod(0o755)
@@ -206,7 +224,7 @@ def main() -> None:
                     Settings(database_url=url, data_dir=tmp, secret_key=key)
                 )
                 ids = setup_series(engine, vault, sim.port, args.base * m, "sessionping", 1000, 900)
-                for w in (1, args.workers):
+                for w in args.only or (1, args.workers):
                     r = run_agent(
                         url, tmp / f"d{m}-{w}", key, w, sim.proc.pid, ids, engine,
                         args.warm, args.measure,
