@@ -16,12 +16,15 @@ from sqlalchemy.engine import Engine
 
 from app.agent.options import AgentOptions
 from app.agent.scheduling.overload import (
+    CALM_WINDOWS,
+    LATE_SHARE_MAX,
     MIN_SHARE,
     LoopMonitor,
     OverloadControl,
     Window,
     initial_credit,
 )
+from app.agent.scheduling.scheduler import OWED_AFTER, SeriesScheduler
 from app.demo.pgcluster import PgCluster
 from tests.agent.conftest import (
     add_mode,
@@ -93,6 +96,48 @@ def test_a_busy_loop_with_few_runs_is_not_overloaded_by_them() -> None:
     for _ in range(10):
         oc.update(Window(0.5, 1.0, 500.0, 2, 4.0))
     assert oc.share == 1.0 and not oc.active
+
+
+def test_late_starts_make_late_runs_skipped_without_cutting_the_share() -> None:
+    # two worker processes and the store on two cores: the loop is 70 % busy by its own
+    # clock (under the target) but a fifth of its runs would start late
+    oc = control(1000.0)
+    oc.update(Window(0.5, 0.7, 30.0, 400, 1000.0, late=100))
+    assert oc.active and oc.share == LATE_SHARE_MAX  # late runs are skipped from now on
+    for _ in range(10):
+        oc.update(Window(0.5, 0.7, 30.0, 400, 1000.0, late=100))
+    assert oc.share == LATE_SHARE_MAX  # not cut: shedding does not cure bursts
+    # calm again: the share stays below 1 for the calm windows, then returns to 1
+    shares = []
+    for _ in range(CALM_WINDOWS + 2):
+        oc.update(Window(0.5, 0.6, 3.0, 500, 1000.0, late=0))
+        shares.append(oc.share)
+    assert shares[: CALM_WINDOWS - 1] == [LATE_SHARE_MAX] * (CALM_WINDOWS - 1)
+    assert shares[-1] == 1.0 and not oc.active
+
+
+def test_late_starts_on_an_idle_loop_are_the_hosts_not_an_overload() -> None:
+    oc = control(100.0)
+    for _ in range(5):  # 20 % busy, yet half the runs late: the host's run queue
+        oc.update(Window(0.5, 0.2, 40.0, 50, 100.0, late=50))
+    assert oc.share == 1.0 and not oc.active
+
+
+def test_late_starts_neither_cut_nor_hold_a_share_below_one() -> None:
+    oc = control(4000.0)
+    settle(oc, 4000.0, 0.0004, 0.05, 60)
+    share = oc.share
+    oc.update(Window(0.5, 0.3, 30.0, 1000, 4000.0, late=200))  # a lull, runs still late
+    assert share < oc.share < 1.0  # rises with the busy share (no ratchet), stays below 1
+
+
+def test_a_series_late_again_and_again_is_owed_a_run() -> None:
+    job = SimpleNamespace(credit=0.3, late_streak=0)
+    for _ in range(OWED_AFTER - 1):
+        SeriesScheduler._owe(job)  # type: ignore[arg-type]
+    assert job.credit == 0.3  # one late skip is chance: nothing owed (no surge after)
+    SeriesScheduler._owe(job)  # type: ignore[arg-type]
+    assert job.credit == 1.3 and job.late_streak == 0
 
 
 def test_the_monitor_sees_busy_time_and_stalls() -> None:

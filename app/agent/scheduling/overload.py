@@ -27,11 +27,21 @@ runs). This module keeps the loop below saturation instead:
   exactly, and the skipped instants of all series are spread evenly over time (each
   series' credit starts at a hash of its id); no series starves.
 
+- **Late starts** are the second signal: the scheduler counts the runs whose real start
+  (the run's first step, after its run slot and logon token) would be more than
+  ``late_s`` (15 ms) late. While the share is below 1 such a run is skipped
+  (``OVERLOAD``, "would have started N ms late"), so the runs executed under overload
+  start within ``late_s`` of their instant; when more than ``LATE_SHARE`` of a window's
+  runs are late the share leaves 1 (so the late runs are skipped), and returns to 1
+  only after ``CALM_WINDOWS`` calm windows. Several worker processes, the
+  simulator and the store on few cores make a loop late before its busy share says so.
+  A series whose admitted runs are skipped as late ``OWED_AFTER`` times in a row is owed
+  one run (scheduler), so a phase that keeps colliding with something cannot starve.
+
 The scheduler records the instants not admitted as SKIPPED samples with code
-``OVERLOAD``; it also skips (``OVERLOAD``) a run whose start is already more than
-``late_s`` late while overloaded, and turns a TIMEOUT during which the loop itself
-stalled for a good part of the deadline into a SKIPPED ``OVERLOAD`` sample: the agent's
-lateness is never recorded as the target's timeout.
+``OVERLOAD``, and turns a TIMEOUT during which the loop itself stalled for a good part of
+the deadline into a SKIPPED ``OVERLOAD`` sample: the agent's lateness is never recorded
+as the target's timeout.
 """
 
 from __future__ import annotations
@@ -56,7 +66,11 @@ TARGET_BUSY = 0.9  # utilisation the loop is kept at while overloaded
 MIN_TARGET_BUSY = 0.6
 LAG_TARGET_MS = 10.0  # lag p99 above this lowers the utilisation target
 STALL_SHARE = 0.2  # a TIMEOUT whose run saw the loop stall this share of the deadline
-LATE_S = 0.05  # while overloaded, a run that would start later than this is skipped
+LATE_S = 0.015  # while overloaded, a run that would start later than this is skipped
+LATE_SHARE = 0.05  # more late starts than this share of a window's runs: overloaded
+LATE_MIN_BUSY = 0.5  # ... if the loop was this busy (else the lateness is the host's)
+LATE_SHARE_MAX = 0.99  # the share while late starts are seen (below 1: they are skipped)
+CALM_WINDOWS = 6  # windows without late starts before the share may return to 1
 SATURATED = 0.98  # busy share at which the loop has no idle time left to measure
 MAX_RISE = 1.25  # the share grows by at most this factor per window
 MIN_SHARE = 0.01  # even at 100x overload, every series still runs now and then
@@ -144,6 +158,7 @@ class Window:
     lag_p99_ms: float
     executed: int
     demand_per_s: float
+    late: int = 0  # runs whose start was more than ``late_s`` late (run or skipped)
 
 
 class OverloadControl:
@@ -168,6 +183,8 @@ class OverloadControl:
         self.stall_share = stall_share
         self.share = 1.0
         self.executed = 0  # runs started since the last window (the scheduler counts)
+        self.late = 0  # of the runs due since then, those that would start > late_s late
+        self.calm = CALM_WINDOWS  # consecutive windows without late starts
         self.busy = 0.0  # smoothed
         self._first = True
         self.lag_p99_ms = 0.0
@@ -211,10 +228,10 @@ class OverloadControl:
             w = self.measure()
             self.update(w)
             log.debug(
-                "window %.2f s: busy %.3f, lag p99 %.1f ms, %d runs, demand %.0f/s -> "
-                "share %.3f (target %.2f)",
-                w.wall_s, w.busy, w.lag_p99_ms, w.executed, w.demand_per_s, self.share,
-                self.target,
+                "window %.2f s: busy %.3f, lag p99 %.1f ms, %d runs, %d late, demand %.0f/s "
+                "-> share %.3f (target %.2f)",
+                w.wall_s, w.busy, w.lag_p99_ms, w.executed, w.late, w.demand_per_s,
+                self.share, self.target,
             )  # fmt: skip
 
     def measure(self) -> Window:
@@ -226,22 +243,21 @@ class OverloadControl:
         p99 = float(np.percentile(np.frombuffer(lags), 99)) if len(lags) else 0.0
         busy = min(1.0, max(0.0, 1.0 - (idle - idle0) / wall)) if self.monitor.measures_busy else 0
         executed, self.executed = self.executed, 0
-        return Window(wall, busy, p99, executed, self.demand_per_s())
+        late, self.late = self.late, 0
+        return Window(wall, busy, p99, executed, self.demand_per_s(), late)
 
     def update(self, w: Window) -> None:
-        """Feedback on the loop's busy share: share x target / busy each window, so the
-        loop settles at the target whatever the runs, the skips and the rest cost (the
-        fixed point is stable: the share moves less than the busy error). A saturated
-        loop (busy >= ``SATURATED``) says nothing about by how much: cut by a third.
-        Busy is smoothed over about a second (``SMOOTHING``): a single slow window (a
-        GC pass, the host busy elsewhere) must not shed a burst of runs."""
+        """Feedback on the loop's busy share and on late starts (see :meth:`_wanted`).
+
+        Busy is smoothed over about a second (``SMOOTHING``): a single slow window (a GC
+        pass, the host busy elsewhere) must not shed a burst of runs. The lag decides how
+        busy the loop may be: bursts (a batch encoded, a GC pass) make a loop at 90 %
+        late more often on some hosts than on others. Only a loop near its own limit
+        counts: on a crowded host the lag is high whatever we do."""
         self.busy = w.busy if self._first else SMOOTHING * w.busy + (1 - SMOOTHING) * self.busy
         self._first = False
         self.lag_p99_ms = w.lag_p99_ms
         busy = self.busy
-        # the lag decides how busy the loop may be: bursts (a batch encoded, a GC pass)
-        # make a loop at 90 % late more often on some hosts than on others. Only a loop
-        # near its own limit counts: on a crowded host the lag is high whatever we do.
         if w.lag_p99_ms > self.lag_target_ms and busy >= self.target - 0.05:
             self.target = max(MIN_TARGET_BUSY, self.target - 0.01)
         elif w.lag_p99_ms < self.lag_target_ms or busy < self.target - 0.2:
@@ -251,15 +267,9 @@ class OverloadControl:
             est = rate * self.target / busy  # runs/s at the target, all overhead in
             prev = self.capacity_per_s
             self.capacity_per_s = est if prev is None else 0.5 * (prev + est)
-        if not self.active and busy < self.target:
-            return  # headroom: nothing to shed
-        if w.executed < MIN_RUNS and busy >= self.target:
-            return  # the loop is busy with something else: shedding runs would not help
-        if busy >= SATURATED:
-            wanted = self.share * 2 / 3
-        else:
-            wanted = self.share * self.target / max(busy, 0.05)
-        wanted = min(wanted, self.share * MAX_RISE)  # a lull must not let a flood in
+        wanted = self._wanted(w, busy)
+        if wanted is None:
+            return
         self.share = max(MIN_SHARE, min(1.0, wanted))
         if self.share > 0.995:
             self.share = 1.0
@@ -272,6 +282,43 @@ class OverloadControl:
             f"{self.capacity_per_s or 0:.0f} runs/s possible, so {100 * self.share:.0f} % of "
             "each series' instants run (not the target's fault)"
         )
+
+    def _wanted(self, w: Window, busy: float) -> float | None:
+        """The next share, or None to keep it. Two signals:
+
+        - **busy**: share x target / busy each window, so the loop settles at the target
+          whatever the runs, the skips and the rest cost (the fixed point is stable: the
+          share moves less than the busy error); a saturated loop (busy >=
+          ``SATURATED``) says nothing about by how much: cut by a third;
+        - **late starts**: more than ``LATE_SHARE`` of the window's runs would have
+          started over ``late_s`` late while the loop was at least ``LATE_MIN_BUSY``
+          busy (several worker processes, the simulator and the store on few cores
+          make a loop late before it is busy by its own clock): the share leaves 1, so
+          that late runs are skipped at their start (the scheduler skips runs over
+          ``late_s`` late only while the share is below 1), and may return to 1 only
+          after ``CALM_WINDOWS`` windows without late starts. Late starts neither cut
+          the share nor stop it rising (the busy share does that): they come in bursts
+          (a stall of the loop or the host) that shedding would not prevent; cutting on
+          them left the loop idle for seconds, and holding the share while they lasted
+          ratcheted it down (busy cuts, no rises)."""
+        due = w.executed + w.late
+        late_share = w.late / due if due else 0.0
+        lagging = late_share > LATE_SHARE and busy >= LATE_MIN_BUSY and due >= MIN_RUNS
+        self.calm = 0 if lagging else self.calm + 1
+        if not self.active and busy < self.target and not lagging:
+            return None  # headroom: nothing to shed
+        if w.executed < MIN_RUNS and busy >= self.target and not lagging:
+            return None  # the loop is busy with something else: shedding would not help
+        if busy >= SATURATED:
+            wanted = self.share * 2 / 3
+        else:
+            wanted = self.share * self.target / max(busy, 0.05)
+        if lagging:  # leave 1: late runs are skipped from now on
+            wanted = min(wanted, LATE_SHARE_MAX)
+        wanted = min(wanted, self.share * MAX_RISE)  # a lull must not let a flood in
+        if self.calm < CALM_WINDOWS:
+            wanted = min(wanted, LATE_SHARE_MAX)  # stay active (late runs skipped) a while
+        return wanted
 
     def snapshot(self) -> dict[str, Any]:
         """The ``overload`` document of the agent's stats (see docs/agent.md)."""

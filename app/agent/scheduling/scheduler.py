@@ -68,6 +68,7 @@ log = logging.getLogger(__name__)
 LOGON_EVERY_RUN = frozenset({"connping"})
 CLOSE_TIMEOUT_S = 2.0
 MAX_CREDIT = 2.0  # runs owed to a series whose admitted runs were too late to start
+OWED_AFTER = 3  # admitted runs skipped as too late in a row before one is owed back
 SLOT_MS = 50  # series of one interval whose phases fall in one slot share an APScheduler job
 
 SpecBuilder = Callable[[SeriesRow], ProbeSpec]
@@ -114,6 +115,7 @@ class SeriesJob:
     task: asyncio.Task[Any] | None = None
     config_error: str | None = None
     credit: float = 0.0  # overload admission (app.agent.scheduling.overload)
+    late_streak: int = 0  # admitted runs in a row skipped as too late to start
 
 
 SlotKey = tuple[int, int]  # (interval_ms, slot start offset in ms)
@@ -350,9 +352,9 @@ class SeriesScheduler:
             self._late(job, scheduled, late_s)
             return
         if late_s > self.overload.late_s and self.overload.active:
-            # admitted but too late: skipped, and the run is owed to the series (its
-            # phase may keep colliding with something periodic; it must not starve)
-            job.credit = min(job.credit + 1.0, MAX_CREDIT)
+            self.overload.late += 1
+            # admitted but too late: skipped (see _owe)
+            self._owe(job)
             self._overloaded(job, scheduled, late_s)
             return
         if job.task is not None and not job.task.done():
@@ -363,6 +365,17 @@ class SeriesScheduler:
         task = asyncio.get_running_loop().create_task(self._run(row.series_id, scheduled))
         job.task = task
         task.add_done_callback(_log_failure)
+
+    @staticmethod
+    def _owe(job: SeriesJob) -> None:
+        """An admitted run skipped as too late: after ``OWED_AFTER`` in a row the series
+        is owed one (its phase may keep colliding with something periodic; it must not
+        starve). Not after every one: owing each late run back made the next instants
+        admit a surge of owed runs, which were late in turn, and the loop oscillated."""
+        job.late_streak += 1
+        if job.late_streak >= OWED_AFTER:
+            job.late_streak = 0
+            job.credit = min(job.credit + 1.0, MAX_CREDIT)
 
     def _late(self, job: SeriesJob, scheduled: datetime, late_s: float) -> None:
         if self.overload.active:
@@ -445,6 +458,14 @@ class SeriesScheduler:
         if late_s > job.grace_s:
             self._late(job, scheduled, late_s)
             return
+        if late_s > self.overload.late_s:
+            self.overload.late += 1  # the controller's second signal
+        if late_s > self.overload.late_s and self.overload.active:
+            # judged again here, where the run really starts: a loop with a long ready
+            # queue runs this first step a while after the timer (see _start)
+            self._owe(job)
+            self._overloaded(job, scheduled, late_s)
+            return
         latest = time.monotonic() + (job.grace_s - late_s)
         if not await self.limiter.slot(latest):
             self._skip(row, scheduled, "BUSY", "no free run slot (agent max_in_flight) in time")
@@ -473,7 +494,14 @@ class SeriesScheduler:
         if not await self.limiter.logons(row.target_id, logons, latest):
             self._skip(row, scheduled, "RATE_LIMIT", "logons per second cap reached")
             return
+        if self.overload.active:  # the slot or a logon token may have taken a while
+            late_s = (datetime.now(UTC) - scheduled).total_seconds()
+            if late_s > self.overload.late_s:
+                self._owe(job)
+                self._overloaded(job, scheduled, late_s)
+                return
         self.overload.executed += 1
+        job.late_streak = 0
         stall0 = self.monitor.stall()
         sample = await run_once(probe, scheduled_at=scheduled)
         job.needs_logon = not sample.ok
