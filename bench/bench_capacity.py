@@ -16,8 +16,14 @@ simulator, same store:
   nearest rank); *OVERLOAD* = SKIPPED samples with that code; *TIMEOUT* = timeout
   samples (the simulator answers at once: any TIMEOUT here would be the agent's own);
 - *agent CPU* = user+system CPU of the agent's whole process tree over the window
-  (``/proc``), in % of one core; *sim CPU* the same for the simulator; *load1* = the
-  1-minute load average at the start and end of the window.
+  (``/proc``), in % of one core; *sim CPU* the same for the simulator, *store CPU* for
+  the PostgreSQL server's processes; *load1* = the 1-minute load average at the start
+  and end of the window.
+- ``--quota Q`` caps each probing process (the single-process agent, or each worker
+  process; not the light host process) at Q of one core with a cgroup (v1 ``cpu``,
+  10 ms periods, needs root), once the agent is up: on a host whose cores the
+  simulator and the store share, that is how "N workers against one" measures the
+  agent rather than the host.
 
 One worker's capacity is what W = 1 executes per second when overloaded (the 2x and
 4x rows); "N workers / one" compares the runs/s of W = N with W = 1 at the same demand.
@@ -27,6 +33,7 @@ core at these rates); see docs/scaling.md.
 
     .venv/bin/python bench/bench_capacity.py                 # --base 1500 --workers 2
     .venv/bin/python bench/bench_capacity.py --base 2500 --workers 4 --multiples 1 2 4
+    .venv/bin/python bench/bench_capacity.py --base 700 --multiples 1 2 4 --quota 0.4
 """
 
 from __future__ import annotations
@@ -88,9 +95,43 @@ def tree_cpu_s(pids: list[int]) -> dict[int, float]:
     return out
 
 
+CGROUP_CPU = Path("/sys/fs/cgroup/cpu")  # cgroup v1 cpu controller (cgroup v2: cpu.max)
+QUOTA_PERIOD_US = 10_000  # short periods: a throttled worker waits at most a few ms
+
+
+def cap_busy_processes(pids: list[int], quota: float, tag: str) -> list[Path]:
+    """Give each process of ``pids`` that uses CPU (>= 10 % of a core over 2 s: the
+    probing processes, not the host process of a worker agent) a cgroup of its own
+    limited to ``quota`` of one core. Returns the cgroups (to remove afterwards)."""
+    before = tree_cpu_s(pids)
+    time.sleep(2.0)
+    after = tree_cpu_s(pids)
+    busy = [p for p in before if p in after and after[p] - before[p] >= 0.2]
+    groups = []
+    for p in busy:
+        g = CGROUP_CPU / f"connwatch-bench-{tag}-{p}"
+        g.mkdir(exist_ok=True)
+        (g / "cpu.cfs_period_us").write_text(str(QUOTA_PERIOD_US))
+        (g / "cpu.cfs_quota_us").write_text(str(int(quota * QUOTA_PERIOD_US)))
+        (g / "cgroup.procs").write_text(str(p))
+        groups.append(g)
+    print(f"  capped {len(groups)} processes at {quota:g} core each", file=sys.stderr)
+    return groups
+
+
+def release(groups: list[Path]) -> None:
+    for g in groups:
+        with contextlib.suppress(OSError):
+            for p in (g / "cgroup.procs").read_text().split():
+                with contextlib.suppress(OSError):
+                    (CGROUP_CPU / "cgroup.procs").write_text(p)
+            g.rmdir()
+
+
 def run_agent(
     url: str, data_dir: Path, key: str, workers: int, sim_pid: int, ids: list[int],
-    engine: Engine, warm_s: float, measure_s: float,
+    engine: Engine, warm_s: float, measure_s: float, quota: float | None = None,
+    pg_pid: int | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONNWATCH_")}
     env.update(
@@ -126,13 +167,25 @@ def run_agent(
             if up >= 0.9 * len(ids):  # started, (nearly) every session logged on
                 break
             time.sleep(1.0)
+        groups: list[Path] = []
+        if quota:
+            groups = cap_busy_processes(tree(proc.pid), quota, f"w{workers}")
         time.sleep(warm_s)
         pids = tree(proc.pid)
         cpu0, sim0, load0 = tree_cpu_s(pids), proc_cpu_s(sim_pid), os.getloadavg()[0]
+        pg_pids = tree(pg_pid) if pg_pid else []
+        pg0 = tree_cpu_s(pg_pids)
         t0 = datetime.now(UTC)
         time.sleep(measure_s)
         t1 = datetime.now(UTC)
         cpu1, sim1, load1 = tree_cpu_s(pids), proc_cpu_s(sim_pid), os.getloadavg()[0]
+        pg1 = tree_cpu_s(pg_pids)
+        if os.environ.get("CW_BENCH_DEBUG"):  # the writers' state at the window's end
+            with engine.connect() as conn:
+                for (st,) in conn.execute(text("select stats from agents")):
+                    for w in (st or {}).get("workers", [st or {}]):
+                        keys = ("written", "queued", "memory_backlog", "spool_samples")
+                        print("  writer", {k: w.get(k) for k in keys}, file=sys.stderr)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -140,8 +193,12 @@ def run_agent(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        if quota:
+            release(groups)
     if proc.returncode != 0 or os.environ.get("CW_BENCH_DEBUG"):
-        print(log.read_text(errors="replace")[:4000], file=sys.stderr)
+        lines = log.read_text(errors="replace").splitlines()
+        print("\n".join(lines[:20]), file=sys.stderr)
+        print("\n".join([ln for ln in lines if " window " in ln][-40:]), file=sys.stderr)
     with engine.connect() as conn:
         rows = conn.execute(
             text(
@@ -151,6 +208,14 @@ def run_agent(
             {"a": t0, "b": t1},
         ).all()
         if os.environ.get("CW_BENCH_DEBUG"):  # where the late starts are, 100 ms buckets
+            for b in conn.execute(
+                text(
+                    "select status, error_code, count(*), min(error_message) from samples "
+                    "where scheduled_at >= :a and scheduled_at < :b group by 1, 2"
+                ),
+                {"a": t0, "b": t1},
+            ):
+                print("  outcome", *b, file=sys.stderr)
             for b in conn.execute(
                 text(
                     "select to_char(date_trunc('second', scheduled_at), 'MI:SS') "
@@ -186,7 +251,9 @@ def run_agent(
         "missing": expected - len(rows),
         "agent_cpu_pct": round(100 * agent_cpu / window),
         "sim_cpu_pct": round(100 * (sim1 - sim0) / window),
+        "store_cpu_pct": round(100 * sum(pg1.get(p, 0.0) - v for p, v in pg0.items()) / window),
         "load1": f"{load0:.1f}-{load1:.1f}",
+        "quota": f"{quota:g}" if quota else "-",
     }
 
 
@@ -197,6 +264,12 @@ def main() -> None:
     ap.add_argument("--multiples", type=int, nargs="+", default=[1, 2, 4])
     ap.add_argument("--warm", type=float, default=10.0)
     ap.add_argument("--measure", type=float, default=20.0)
+    ap.add_argument(
+        "--quota",
+        type=float,
+        help="cap each probing process at this share of one core (cgroup v1 cpu): "
+        "shows how workers scale when the host's cores are not the limit",
+    )
     ap.add_argument(
         "--only", type=int, nargs="+", help="run only these worker counts (default: 1 and N)"
     )
@@ -227,7 +300,7 @@ def main() -> None:
                 for w in args.only or (1, args.workers):
                     r = run_agent(
                         url, tmp / f"d{m}-{w}", key, w, sim.proc.pid, ids, engine,
-                        args.warm, args.measure,
+                        args.warm, args.measure, args.quota, cluster.running_pid(),
                     )  # fmt: skip
                     r["demand"] = f"{m}x"
                     results.append(r)
@@ -239,7 +312,7 @@ def main() -> None:
     cols = [
         "demand", "workers", "series", "executed_pct", "runs_per_s", "lag_p50_ms",
         "lag_p99_ms", "overload", "timeout", "other", "missing", "agent_cpu_pct",
-        "sim_cpu_pct", "load1",
+        "sim_cpu_pct", "store_cpu_pct", "load1", "quota",
     ]  # fmt: skip
     print("\n| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
