@@ -307,6 +307,12 @@ class Settings(BaseSettings):
         default=False,
         description="Serve /metrics without a token (else: a bearer token with read scope).",
     )
+    metrics_cache_s: float = Field(
+        default=1.0,
+        ge=0,
+        le=60,
+        description="A web process answers /metrics with its last exposition for this long.",
+    )
     oidc_issuer: str | None = Field(
         default=None, description="OpenID Connect issuer URL: enables single sign-on."
     )

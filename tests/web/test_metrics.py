@@ -9,6 +9,8 @@ import math
 import re
 import shutil
 import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -297,3 +299,31 @@ def test_promtool_finds_no_problem(seeded_env: tuple[TestClient, Seeded]) -> Non
     assert (res.returncode, res.stdout + res.stderr) == (0, "")
     families = re.findall(r"^# TYPE (\S+) ", body, flags=re.M)
     assert len(families) == len(set(families))  # each family declared once
+
+
+def test_a_recent_exposition_is_reused_and_one_render_serves_waiting_scrapes(
+    migrated_engine: Engine, vault: object
+) -> None:
+    from tests.web.data import seed
+
+    seeded = seed(migrated_engine, vault, hours=0.2)  # type: ignore[arg-type]
+    sid = seeded.series[("sales", "dedicated")]
+    at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=1)
+    settings = web_settings(metrics_public=True, metrics_cache_s=1.0)  # the default
+    app = create_app(migrated_engine, settings=settings)
+    with TestClient(app) as c:
+        first = c.get("/metrics").text
+        with migrated_engine.begin() as conn:
+            write_samples(conn, [_ok(sid, at, 61.0, 1.0, 1)])
+        roll_up_pending(migrated_engine)
+        again = c.get("/metrics").text  # within CONNWATCH_METRICS_CACHE_S (1 s)
+        renders = app.state.metrics_text.renders
+        assert again == first and renders == 1
+        time.sleep(1.2)
+        later = c.get("/metrics").text  # past it: read from the store again
+        assert later != first and app.state.metrics_text.renders == 2
+        # eight scrapes at once: they wait for one render instead of each rendering
+        time.sleep(1.2)
+        with ThreadPoolExecutor(8) as pool:
+            bodies = list(pool.map(lambda _: c.get("/metrics").text, range(8)))
+        assert len(set(bodies)) == 1 and app.state.metrics_text.renders <= 4

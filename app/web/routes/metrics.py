@@ -18,16 +18,20 @@ filled by :mod:`app.metrics.collect`:
 Probe-side errors (class PROBE) are their own outcome (``probe_error``), never ``error``,
 and never make ``connwatch_up`` 0. Disabled targets, modes and series are not exported.
 The output passes ``promtool check metrics`` (tests/web/test_metrics_promtool.py).
+Each web process reuses its last exposition for ``CONNWATCH_METRICS_CACHE_S`` (1 s) and
+renders one at a time (app/metrics/cache.py).
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import PlainTextResponse
+from sqlalchemy import Connection
 
 from app.alerts.queries import prometheus_text as alerts_text
+from app.metrics.cache import RecentText
 from app.metrics.collect import (
     ModeView,
     SeriesRef,
@@ -80,7 +84,16 @@ def mode_views(targets: list[TargetInfo], rows: list[OverviewRow]) -> list[ModeV
     summary="Prometheus text exposition: cumulative counters and histograms per series, "
     "the overview's state per mode, agents, alerts",
 )
-def prometheus(conn: ConnDep) -> PlainTextResponse:
+def prometheus(request: Request, conn: ConnDep) -> PlainTextResponse:
+    state = request.app.state
+    if getattr(state, "metrics_text", None) is None:
+        state.metrics_text = RecentText()  # one per app (tests run several in a process)
+    text = state.metrics_text.get(state.settings.metrics_cache_s, lambda: render(conn))
+    return PlainTextResponse(text, media_type=CONTENT_TYPE)
+
+
+def render(conn: Connection) -> str:
+    """The whole exposition, read from the store now."""
     now = datetime.now(UTC)
     targets = load_targets(conn)
     rows = build_rows(targets, overview_stats(conn, targets, now), now)
@@ -88,4 +101,4 @@ def prometheus(conn: ConnDep) -> PlainTextResponse:
     series_figures(out, conn, exported_series(targets))
     mode_figures(out, mode_views(targets, rows))
     agent_figures(out, agent_status(conn, now=now))
-    return PlainTextResponse(out.text() + alerts_text(conn), media_type=CONTENT_TYPE)
+    return out.text() + alerts_text(conn)
