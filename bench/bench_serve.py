@@ -166,6 +166,15 @@ def one(
             time.sleep(1)
         time.sleep(args.warm)
         codes = {p: status(base + p) for p in MIX}
+        alone = {}  # each path on its own, no other traffic: median of 3 (ms)
+        for p in MIX:
+            took = []
+            for _ in range(3):
+                t = time.perf_counter_ns()
+                status(base + p)
+                took.append((time.perf_counter_ns() - t) / 1e6)
+            alone[p] = round(sorted(took)[1], 1)
+        print(f"  alone (ms): {alone}", flush=True)
         bad = {p: c for p, c in codes.items() if c != 200}
         if bad:
             print(f"not 200, left in the mix anyway: {bad}", flush=True)
