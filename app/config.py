@@ -313,6 +313,12 @@ class Settings(BaseSettings):
         le=60,
         description="A web process answers /metrics with its last exposition for this long.",
     )
+    overview_cache_s: float = Field(
+        default=1.0,
+        ge=0,
+        le=60,
+        description="A web process reuses the overview's per-mode figures for this long.",
+    )
     oidc_issuer: str | None = Field(
         default=None, description="OpenID Connect issuer URL: enables single sign-on."
     )

@@ -317,13 +317,13 @@ def test_a_recent_exposition_is_reused_and_one_render_serves_waiting_scrapes(
             write_samples(conn, [_ok(sid, at, 61.0, 1.0, 1)])
         roll_up_pending(migrated_engine)
         again = c.get("/metrics").text  # within CONNWATCH_METRICS_CACHE_S (1 s)
-        renders = app.state.metrics_text.renders
+        renders = app.state.metrics_text.computed
         assert again == first and renders == 1
         time.sleep(1.2)
         later = c.get("/metrics").text  # past it: read from the store again
-        assert later != first and app.state.metrics_text.renders == 2
+        assert later != first and app.state.metrics_text.computed == 2
         # eight scrapes at once: they wait for one render instead of each rendering
         time.sleep(1.2)
         with ThreadPoolExecutor(8) as pool:
             bodies = list(pool.map(lambda _: c.get("/metrics").text, range(8)))
-        assert len(set(bodies)) == 1 and app.state.metrics_text.renders <= 4
+        assert len(set(bodies)) == 1 and app.state.metrics_text.computed <= 4

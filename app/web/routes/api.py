@@ -11,7 +11,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Path, Query
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 from fastapi.responses import StreamingResponse
 
 from app.explain import explain
@@ -48,7 +48,7 @@ from app.web.views.incidents import IncidentsOut, incidents
 from app.web.views.lookups import TargetInfo, load_targets
 from app.web.views.overview import build_rows
 from app.web.views.phases import LogonPhasesOut, target_logon_phases
-from app.web.views.readers import overview_stats, points_for, target_timeseries
+from app.web.views.readers import points_for, recent_overview_stats, target_timeseries
 from app.web.views.samples import SampleFilter, SamplesOut
 from app.web.views.serverside import ServerChartOut, ServerPanelOut, server_chart, server_panel
 from app.web.views.sweeps import SweepOut, latest_sweeps
@@ -97,10 +97,10 @@ def api_target(conn: ConnDep, name: TargetName) -> TargetOut:
 
 
 @router.get("/overview", summary="Every target x mode: state, current latencies, sparkline")
-def api_overview(conn: ConnDep) -> OverviewOut:
+def api_overview(request: Request, conn: ConnDep) -> OverviewOut:
     now = datetime.now(UTC)
     targets = load_targets(conn)
-    rows = build_rows(targets, overview_stats(conn, targets, now), now)
+    rows = build_rows(targets, recent_overview_stats(request.app.state, conn, targets, now), now)
     return OverviewOut(
         at=now,
         rows=[

@@ -19,19 +19,19 @@ Probe-side errors (class PROBE) are their own outcome (``probe_error``), never `
 and never make ``connwatch_up`` 0. Disabled targets, modes and series are not exported.
 The output passes ``promtool check metrics`` (tests/web/test_metrics_promtool.py).
 Each web process reuses its last exposition for ``CONNWATCH_METRICS_CACHE_S`` (1 s) and
-renders one at a time (app/metrics/cache.py).
+renders one at a time (app/web/views/recent.py).
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import PlainTextResponse
 from sqlalchemy import Connection
 
 from app.alerts.queries import prometheus_text as alerts_text
-from app.metrics.cache import RecentText
 from app.metrics.collect import (
     ModeView,
     SeriesRef,
@@ -45,7 +45,8 @@ from app.web.access.guards import require_metrics
 from app.web.deps import ConnDep
 from app.web.views.lookups import TargetInfo, load_targets
 from app.web.views.overview import OverviewRow, build_rows
-from app.web.views.readers import overview_stats
+from app.web.views.readers import recent_overview_stats
+from app.web.views.recent import Recent
 
 router = APIRouter(dependencies=[Depends(require_metrics)])
 CONTENT_TYPE = TEXT_FORMAT
@@ -87,16 +88,17 @@ def mode_views(targets: list[TargetInfo], rows: list[OverviewRow]) -> list[ModeV
 def prometheus(request: Request, conn: ConnDep) -> PlainTextResponse:
     state = request.app.state
     if getattr(state, "metrics_text", None) is None:
-        state.metrics_text = RecentText()  # one per app (tests run several in a process)
-    text = state.metrics_text.get(state.settings.metrics_cache_s, lambda: render(conn))
+        state.metrics_text = Recent[str]()  # one per app (tests run several in a process)
+    text = state.metrics_text.get("", state.settings.metrics_cache_s, lambda: render(state, conn))
     return PlainTextResponse(text, media_type=CONTENT_TYPE)
 
 
-def render(conn: Connection) -> str:
-    """The whole exposition, read from the store now."""
+def render(state: Any, conn: Connection) -> str:
+    """The whole exposition, read from the store now (the overview's figures may be up
+    to ``CONNWATCH_OVERVIEW_CACHE_S`` old, as on the overview)."""
     now = datetime.now(UTC)
     targets = load_targets(conn)
-    rows = build_rows(targets, overview_stats(conn, targets, now), now)
+    rows = build_rows(targets, recent_overview_stats(state, conn, targets, now), now)
     out = Exposition()
     series_figures(out, conn, exported_series(targets))
     mode_figures(out, mode_views(targets, rows))

@@ -34,7 +34,7 @@ from app.web.views.comparing import compare_view
 from app.web.views.incidents import incidents
 from app.web.views.lookups import TargetInfo, load_targets
 from app.web.views.overview import build_rows, sparkline_svg
-from app.web.views.readers import overview_stats
+from app.web.views.readers import recent_overview_stats
 from app.web.views.samples import STATUS_CHOICES, SampleFilter
 from app.web.views.serverside import (
     incident_panels,
@@ -58,7 +58,7 @@ def overview(
 ) -> Response:
     now = datetime.now(UTC)
     targets = load_targets(conn)
-    rows = build_rows(targets, overview_stats(conn, targets, now), now)
+    rows = build_rows(targets, recent_overview_stats(request.app.state, conn, targets, now), now)
     # modes probed by an agent that cannot keep up now: said beside their state
     overloaded = overloaded_modes(targets, overloaded_series(conn))
     counts: dict[str, int] = {}

@@ -11,6 +11,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy.engine import Connection
 
@@ -24,6 +25,7 @@ from app.web.schemas import ErrorMark, ModeTimeseries, TimeseriesOut
 from app.web.timerange import TimeRange
 from app.web.views.lookups import ModeInfo, TargetInfo
 from app.web.views.overview import ModeStats, overview_probe
+from app.web.views.recent import Recent
 
 
 def meaning(code: str) -> str:
@@ -276,3 +278,18 @@ def target_timeseries(
         modes=out_modes,
         errors=marks,
     )
+
+
+def recent_overview_stats(
+    state: Any, conn: Connection, targets: list[TargetInfo], now: datetime
+) -> dict[int, ModeStats]:
+    """:func:`overview_stats`, reused for ``CONNWATCH_OVERVIEW_CACHE_S`` by the web app
+    whose ``state`` this is (app/web/views/recent.py): the overview page, its API and
+    ``/metrics`` share it. Keyed by the modes' overview series, so a mode or series
+    added, removed or changed is read at once."""
+    recent: Recent[dict[int, ModeStats]] | None = getattr(state, "overview_recent", None)
+    if recent is None:
+        recent = state.overview_recent = Recent()
+    key = tuple(sorted(overview_ids(m for t in targets for m in t.modes).items()))
+    ttl = state.settings.overview_cache_s
+    return recent.get(key, ttl, lambda: overview_stats(conn, targets, now))
