@@ -6,6 +6,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
+from app.auth.tables import audit_log
 from app.notify.tables import notify_outbox
 from app.secrets import Vault
 from tests.web.weekly_data import seed_weeks
@@ -62,3 +63,23 @@ def test_subscriptions_form_send_now_preview_archive(
                        headers=FORM).status_code == 404  # fmt: skip
     assert client.post("/report/subscriptions", content="{}",
                        headers={"content-type": "application/json"}).status_code == 415  # fmt: skip
+
+    # every change and every send is in the audit log, in order, with who did it
+    with migrated_engine.connect() as conn:
+        rows = conn.execute(
+            select(audit_log.c.action, audit_log.c.object_name, audit_log.c.actor_role,
+                   audit_log.c.before, audit_log.c.after, audit_log.c.detail)
+            .where(audit_log.c.object_type == "report_subscription")
+            .order_by(audit_log.c.id)
+        ).all()  # fmt: skip
+    assert [r.action for r in rows] == [
+        "report_subscription.save",  # the refused form (422) wrote nothing
+        "report_subscription.send_now",
+        "report_subscription.delete",
+    ]
+    assert {r.object_name for r in rows} == {"managers"} and rows[0].actor_role == "admin"
+    assert rows[0].before is None and rows[0].after["recipients"] == [
+        "boss@example.org", "cto@example.org"
+    ]  # fmt: skip
+    assert "queued" in rows[1].detail and "archive #1" in rows[1].detail
+    assert rows[2].before["name"] == "managers" and rows[2].after is None  # what was deleted

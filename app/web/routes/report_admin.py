@@ -13,6 +13,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.engine import Engine
 from starlette.concurrency import run_in_threadpool
 
+from app.auth import audit
+from app.auth.principal import Principal
 from app.config import get_settings
 from app.reports.delivery.archive import fetch_file, list_archive
 from app.reports.delivery.schedule import last_due, period_due
@@ -29,7 +31,7 @@ from app.reports.delivery.subscriptions import (
     validate,
 )
 from app.reports.render.pdf import PdfError
-from app.web.access.guards import require_operator, require_viewer
+from app.web.access.guards import OperatorDep, require_operator, require_viewer
 from app.web.deps import ConnDep, EngineDep, TemplatesDep
 from app.web.routes.admin import _form
 
@@ -107,7 +109,11 @@ def _split(text: str) -> list[str]:
 
 @router.post(PAGE, response_class=HTMLResponse, dependencies=[Depends(require_operator)])
 async def save_subscription(
-    request: Request, conn: ConnDep, engine: EngineDep, templates: TemplatesDep
+    request: Request,
+    conn: ConnDep,
+    engine: EngineDep,
+    templates: TemplatesDep,
+    principal: OperatorDep,
 ) -> Response:
     f = await _form(request)
     labels: dict[str, str] = {}
@@ -136,38 +142,54 @@ async def save_subscription(
         return await run_in_threadpool(
             _page, request, conn, templates, form=form, errors=errors, status=422
         )
-    await run_in_threadpool(_save, engine, spec)
+    await run_in_threadpool(_save, engine, spec, principal)
     return RedirectResponse(f"{PAGE}?message={quote('saved ' + spec.name)}", status_code=303)
 
 
 @router.post(PAGE + "/{name}/delete", dependencies=[Depends(require_operator)])
-async def delete_subscription(name: str, request: Request, engine: EngineDep) -> Response:
+async def delete_subscription(
+    name: str, request: Request, engine: EngineDep, principal: OperatorDep
+) -> Response:
     await _form(request)
-    await run_in_threadpool(_remove, engine, name)
+    await run_in_threadpool(_remove, engine, name, principal)
     return RedirectResponse(f"{PAGE}?message={quote('deleted ' + name)}", status_code=303)
 
 
 @router.post(PAGE + "/{name}/send", dependencies=[Depends(require_operator)])
-async def send_now(name: str, request: Request, engine: EngineDep) -> Response:
+async def send_now(
+    name: str, request: Request, engine: EngineDep, principal: OperatorDep
+) -> Response:
     """Send the period the schedule would send now, at once (not counted as a due send).
     Building and printing take seconds: they run in a worker thread, off the event loop."""
     await _form(request)
-    msg = await run_in_threadpool(_send_now, engine, name, _base(request))
+    msg = await run_in_threadpool(_send_now, engine, name, _base(request), principal)
     return RedirectResponse(f"{PAGE}?message={quote(msg[:200])}", status_code=303)
 
 
-def _save(engine: Engine, spec: SubscriptionIn) -> None:
+def _save(engine: Engine, spec: SubscriptionIn, who: Principal) -> None:
+    """Save and audit in one transaction (before/after: the whole subscription)."""
     with engine.begin() as wconn:
+        old = get_subscription(wconn, spec.name)
         save(wconn, spec)
+        audit.record(
+            wconn, who, "report_subscription.save", object_type="report_subscription",
+            object_name=spec.name, before=old.spec.model_dump(mode="json") if old else None,
+            after=spec.model_dump(mode="json"),
+        )  # fmt: skip
 
 
-def _remove(engine: Engine, name: str) -> None:
+def _remove(engine: Engine, name: str, who: Principal) -> None:
     with engine.begin() as conn:
-        if not remove(conn, name):
+        old = get_subscription(conn, name)
+        if old is None or not remove(conn, name):
             raise HTTPException(404, f"no subscription named {name!r}")
+        audit.record(
+            conn, who, "report_subscription.delete", object_type="report_subscription",
+            object_name=name, before=old.spec.model_dump(mode="json"),
+        )  # fmt: skip
 
 
-def _send_now(engine: Engine, name: str, base_url: str) -> str:
+def _send_now(engine: Engine, name: str, base_url: str, who: Principal) -> str:
     now = datetime.now(UTC)
     with engine.begin() as conn:
         sub = get_subscription(conn, name)
@@ -180,7 +202,12 @@ def _send_now(engine: Engine, name: str, base_url: str) -> str:
             )  # fmt: skip
         except PdfError as exc:
             raise HTTPException(503, str(exc)) from None
-    return f"queued {d.subject} to {', '.join(sub.spec.recipients)} (archive #{d.archive_id})"
+        said = f"queued {d.subject} to {', '.join(sub.spec.recipients)} (archive #{d.archive_id})"
+        audit.record(
+            conn, who, "report_subscription.send_now", object_type="report_subscription",
+            object_name=name, detail=said,
+        )  # fmt: skip
+    return said
 
 
 @router.get(PAGE + "/{name}/preview", response_class=HTMLResponse)
