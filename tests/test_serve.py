@@ -4,8 +4,10 @@ as a terminal sends it) stops all of them, samples flushed."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -48,6 +50,25 @@ def get(url: str) -> int:
             return int(res.status)
     except OSError:
         return 0
+
+
+def serving_pids(port: int, conns: list[socket.socket], pids: list[int]) -> list[int]:
+    """Which of ``pids`` accepted each of ``conns`` (our connections to ``port``), from the
+    server sides' socket inodes in /proc/net/tcp and the processes' descriptors."""
+    ours = {c.getsockname()[1] for c in conns}
+    inodes = {}
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        f = line.split()
+        local, remote = int(f[1].split(":")[1], 16), int(f[2].split(":")[1], 16)
+        if local == port and remote in ours:
+            inodes[f"socket:[{f[9]}]"] = remote
+    owner = {}
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                if (link := os.readlink(fd)) in inodes:
+                    owner[inodes[link]] = pid
+    return [owner.get(c.getsockname()[1], 0) for c in conns]
 
 
 def agent_row(engine: Any) -> Any:
@@ -96,6 +117,17 @@ def test_serve_runs_web_workers_and_the_agent_in_its_own_process(
         assert len(agents) == 1 and agent_row(engine).pid == agents[0] != proc.pid
         statuses = [get(f"http://127.0.0.1:{port}/api/v1/agents") for _ in range(6)]
         assert statuses == [200] * 6
+        # 16 connections at once (a browser opens 6, a proxy keeps a pool): each worker
+        # listens on its own socket and the kernel spreads them, never all on one
+        conns = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(16)]
+        try:
+            deadline = time.monotonic() + 10
+            while 0 in (held := serving_pids(port, conns, web)) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert sorted(set(held)) == sorted(web), held
+        finally:
+            for c in conns:
+                c.close()
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
         assert proc.wait(90) == 0
         deadline = time.monotonic() + 20

@@ -4,8 +4,9 @@ The web and the agent used to share one process and one event loop, so a busy da
 moved the probes' start lag (issue 16: 3 ms -> 20 ms at ~99 requests/s). Now:
 
 - ``web`` and ``serve`` run ``--workers N`` web processes (``CONNWATCH_WEB_WORKERS``;
-  default one per CPU core): uvicorn binds the socket once and its worker processes
-  share it; each builds the app with :func:`factory` (its own store connections). Every
+  default one per CPU core), each with its own listening socket on the port
+  (:mod:`app.cli.webworkers`: ``SO_REUSEPORT``, so the kernel spreads connections
+  evenly); each builds the app with :func:`factory` (its own store connections). Every
   request's state is in PostgreSQL or in the request, so any process may answer any
   request (docs/scaling.md). With one worker the app runs in this process.
 - ``serve`` also starts the agent as a process of its own (``python -m app.cli.main
@@ -162,21 +163,12 @@ def run_web(
             uvicorn.run(build_app(settings, engine), host=host, port=port, log_config=None,
                         lifespan="on")  # fmt: skip
         else:
-            from app.agent.workers.supervisor import plain_main
+            from app.cli.webworkers import WebWorkers
 
             os.environ["CONNWATCH_DATABASE_URL"] = url  # the workers' factory reads it
             # and the access mode the caller chose (the demo's anonymous viewer)
             os.environ["CONNWATCH_ANONYMOUS_ROLE"] = settings.anonymous_role
-            with plain_main():
-                uvicorn.run(
-                    "app.cli.webapp:factory",
-                    factory=True,
-                    host=host,
-                    port=port,
-                    workers=workers,
-                    log_config=None,
-                    lifespan="on",
-                )
+            WebWorkers(host, port, workers).run()
     finally:
         if agent is not None:
             agent.stop()
