@@ -319,6 +319,13 @@ class Settings(BaseSettings):
         le=60,
         description="A web process reuses the overview's per-mode figures for this long.",
     )
+    reads_cache_s: float = Field(
+        default=1.0,
+        ge=0,
+        le=60,
+        description="A web process answers the same chart, comparison or sample-table "
+        "request with the store reads it made for it this long ago.",
+    )
     oidc_issuer: str | None = Field(
         default=None, description="OpenID Connect issuer URL: enables single sign-on."
     )

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from anyio import to_thread
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
@@ -41,10 +41,20 @@ from app.web.routes import (
 from app.web.routes import auth as auth_routes
 from app.web.routes import oidc as oidc_routes
 from app.web.routes import users as users_routes
+from app.web.servertiming import ServerTiming
 from app.web.timerange import RangeError
+from app.web.views.recent import Reuse
 
 __all__ = ["create_app", "get_engine"]
 log = logging.getLogger(__name__)
+
+# Routes and their dependencies read the store in threads (sync SQLAlchemy), at most this
+# many at once per web process (anyio's default is 40). Requests are mostly CPU, and a
+# process has one core's worth of it: more threads only queue on the GIL, and more
+# at once than the store's pool keeps open (app.db.make_engine) means a PostgreSQL
+# session opened and closed per request. Slow admin actions (a test notification, a
+# report sent now) wait on the network in one of these threads, not on the loop.
+WEB_THREADS = 8
 
 
 def _wants_html(request: Request) -> bool:
@@ -95,6 +105,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        to_thread.current_default_thread_limiter().total_tokens = WEB_THREADS
         yield
 
     app = FastAPI(
@@ -113,16 +124,9 @@ def create_app(
     app.state.settings = settings
     app.state.access = AccessConfig.from_settings(settings)
     app.state.templates = make_templates(TEMPLATES_DIR, STATIC_DIR)
+    app.state.reuse = Reuse(settings.reads_cache_s)
 
-    @app.middleware("http")
-    async def server_timing(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        # Time to the response head (for streamed bodies, the first chunk comes later).
-        t0 = time.perf_counter_ns()
-        response = await call_next(request)
-        response.headers["Server-Timing"] = f"app;dur={(time.perf_counter_ns() - t0) / 1e6:.2f}"
-        return response
+    app.add_middleware(ServerTiming)  # innermost: the app's own time (docs/web.md)
 
     @app.exception_handler(NotAuthenticated)
     async def _not_authenticated(request: Request, exc: NotAuthenticated) -> Response:

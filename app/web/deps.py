@@ -11,13 +11,14 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy.engine import Connection, Engine
 
 from app.secrets import Vault
+from app.web.views.recent import Reuse
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES_DIR = ROOT / "templates"
 STATIC_DIR = ROOT / "static"
 
 
-def get_engine(request: Request) -> Engine:
+async def get_engine(request: Request) -> Engine:
     engine: Engine = request.app.state.engine
     return engine
 
@@ -34,12 +35,20 @@ def get_conn(engine: EngineDep) -> Iterator[Connection]:
 ConnDep = Annotated[Connection, Depends(get_conn)]
 
 
-def get_templates(request: Request) -> Jinja2Templates:
+async def get_templates(request: Request) -> Jinja2Templates:
     templates: Jinja2Templates = request.app.state.templates
     return templates
 
 
 TemplatesDep = Annotated[Jinja2Templates, Depends(get_templates)]
+
+
+async def get_reuse(request: Request) -> Reuse:
+    reuse: Reuse = request.app.state.reuse
+    return reuse
+
+
+ReuseDep = Annotated[Reuse, Depends(get_reuse)]
 
 
 def get_vault(request: Request) -> Vault:

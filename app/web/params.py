@@ -36,19 +36,21 @@ ModesQ = Annotated[
 ]
 
 
-def window_24h(range_: RangeQ = None, from_: FromQ = None, to: ToQ = None) -> TimeRange:
+# Cheap dependencies are coroutines: FastAPI runs a plain function dependency in the
+# thread pool, a hop (two thread switches under the GIL) per dependency per request.
+async def window_24h(range_: RangeQ = None, from_: FromQ = None, to: ToQ = None) -> TimeRange:
     return parse_range(range_, from_, to)
 
 
-def window_7d(range_: RangeQ = None, from_: FromQ = None, to: ToQ = None) -> TimeRange:
+async def window_7d(range_: RangeQ = None, from_: FromQ = None, to: ToQ = None) -> TimeRange:
     return parse_range(range_, from_, to, default="7d")
 
 
-def window_1h(range_: RangeQ = None, from_: FromQ = None, to: ToQ = None) -> TimeRange:
+async def window_1h(range_: RangeQ = None, from_: FromQ = None, to: ToQ = None) -> TimeRange:
     return parse_range(range_, from_, to, default="1h")
 
 
-def window_30d(range_: RangeQ = None, from_: FromQ = None, to: ToQ = None) -> TimeRange:
+async def window_30d(range_: RangeQ = None, from_: FromQ = None, to: ToQ = None) -> TimeRange:
     return parse_range(range_, from_, to, default="30d")
 
 
@@ -63,6 +65,14 @@ def target_or_404(conn: ConnDep, name: str) -> TargetInfo:
     if target is None:
         raise HTTPException(404, f"no target named {name!r}")
     return target
+
+
+def named(targets: list[TargetInfo], name: str) -> TargetInfo:
+    """The target called ``name`` among those a page has loaded, or 404."""
+    found = next((t for t in targets if t.name == name), None)
+    if found is None:
+        raise HTTPException(404, f"no target named {name!r}")
+    return found
 
 
 def pick_modes(target: TargetInfo, modes: str | None) -> list[str]:
@@ -108,7 +118,7 @@ class Measure:
     probe: str
 
 
-def measure(phase: Phase = "logon", probe: ProbeQ = "connping") -> Measure:
+async def measure(phase: Phase = "logon", probe: ProbeQ = "connping") -> Measure:
     return Measure(phase, probe)
 
 

@@ -52,6 +52,24 @@ def fmt_utc(t: datetime | None) -> str:
     return _as_utc(t).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+_NA = Markup('<span class="na">—</span>')
+
+
+def ms_cell(value: float | None) -> Markup | str:
+    """A duration cell: the figure, or a dimmed dash when there is none (the ``ms`` macro
+    as a filter: long tables call it per cell, and a filter costs a fraction of a macro)."""
+    return _NA if value is None else fmt_ms(value)
+
+
+def time_cell(t: datetime | None) -> Markup | str:
+    """``<time>`` with the UTC time, its ISO form for scripts (the ``when`` macro)."""
+    if not t:
+        return "—"
+    u = _as_utc(t)
+    utc = u.strftime("%Y-%m-%d %H:%M:%S UTC")  # digits, '-', ':' and 'UTC': nothing to escape
+    return Markup(f'<time datetime="{iso(u)}" title="{utc}">{utc}</time>')
+
+
 def fmt_naive_utc(t: datetime) -> str:
     return _as_utc(t).strftime("%Y-%m-%dT%H:%M:%S")
 
@@ -119,12 +137,16 @@ def csrf_field(request: Request) -> Markup:
 def make_templates(templates_dir: Path, static_dir: Path) -> Jinja2Templates:
     templates = Jinja2Templates(directory=str(templates_dir))
     env = templates.env
+    # the templates ship with the code: no stat() of every template on every render
+    env.auto_reload = False
     versions = _static_versions(static_dir)
     env.filters["ms"] = fmt_ms
     env.filters["utc"] = fmt_utc
     env.filters["iso"] = lambda t: iso(_as_utc(t)) if t else ""
     env.filters["naive_utc"] = fmt_naive_utc
     env.filters["pct"] = fmt_pct
+    env.filters["ms_cell"] = ms_cell
+    env.filters["when"] = time_cell
     env.filters["bytes"] = fmt_bytes
     env.globals.update(
         nav=NAV,

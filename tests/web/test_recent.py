@@ -6,6 +6,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from app.web.views.recent import Recent
 
 
@@ -49,3 +51,61 @@ def test_requests_that_wait_for_a_computation_take_its_result() -> None:
     # even with no reuse time, the seven that arrived during the first computation
     # take its result instead of computing seven more
     assert values == [0] * 8 and r.computed == 1
+
+
+def test_different_keys_are_computed_side_by_side() -> None:
+    r = Recent[str]()
+    both = threading.Barrier(2, timeout=5)
+
+    def slow(name: str) -> str:
+        both.wait()  # returns only when the other key's computation is running too
+        return name
+
+    with ThreadPoolExecutor(2) as pool:
+        a = pool.submit(r.get, "a", 60, lambda: slow("a"))
+        b = pool.submit(r.get, "b", 60, lambda: slow("b"))
+        assert (a.result(), b.result()) == ("a", "b")
+
+
+def test_the_least_recently_used_key_goes_first() -> None:
+    r = Recent[int](keep=2)
+    r.get("a", 60, lambda: 1)
+    r.get("b", 60, lambda: 2)
+    r.get("a", 60, lambda: -1)  # used: "b" is now the oldest
+    r.get("c", 60, lambda: 3)
+    assert r.get("a", 60, lambda: -1) == 1
+    assert r.get("b", 60, lambda: 20) == 20  # was dropped, computed again
+    assert r.computed == 4
+
+
+def test_a_failed_computation_keeps_nothing() -> None:
+    r = Recent[int]()
+
+    def boom() -> int:
+        raise ValueError("bad window")
+
+    with pytest.raises(ValueError, match="bad window"):
+        r.get("k", 60, boom)
+    assert r.get("k", 60, lambda: 7) == 7 and r.computed == 1
+
+
+def test_while_a_value_is_renewed_the_one_before_it_is_served() -> None:
+    r = Recent[str]()
+    assert r.get("k", 2.0, lambda: "old") == "old"
+    time.sleep(2.05)  # past its time, not yet twice it
+    renewing = threading.Event()
+    release = threading.Event()
+
+    def slow() -> str:
+        renewing.set()
+        release.wait(5)
+        return "new"
+
+    with ThreadPoolExecutor(2) as pool:
+        renewal = pool.submit(r.get, "k", 2.0, slow)
+        assert renewing.wait(5)
+        # the renewal is under way: another request takes the last value without waiting
+        assert pool.submit(r.get, "k", 2.0, lambda: "never").result(timeout=5) == "old"
+        release.set()
+        assert renewal.result() == "new"
+    assert r.get("k", 2.0, lambda: "never") == "new" and r.computed == 2

@@ -19,7 +19,7 @@ from app.samples import logon_phase_key
 from app.store import probe_requests
 from app.store.read.agents import AgentStatus, agent_status
 from app.web.access.guards import require_viewer
-from app.web.deps import ConnDep, EngineDep
+from app.web.deps import ConnDep, EngineDep, ReuseDep
 from app.web.params import (
     MeasureDep,
     PathScope,
@@ -41,16 +41,16 @@ from app.web.schemas import (
     TargetOut,
     TimeseriesOut,
 )
-from app.web.views import breakdown
+from app.web.views import breakdown, reused
 from app.web.views import samples as samples_view
-from app.web.views.comparing import CompareOut, DailyOut, compare_view, daily_view
+from app.web.views.comparing import CompareOut, DailyOut, daily_view
 from app.web.views.incidents import IncidentsOut, incidents
 from app.web.views.lookups import TargetInfo, load_targets
 from app.web.views.overview import build_rows
 from app.web.views.phases import LogonPhasesOut, target_logon_phases
-from app.web.views.readers import points_for, recent_overview_stats, target_timeseries
+from app.web.views.readers import points_for, recent_overview_stats
 from app.web.views.samples import SampleFilter, SamplesOut
-from app.web.views.serverside import ServerChartOut, ServerPanelOut, server_chart, server_panel
+from app.web.views.serverside import ServerChartOut, ServerPanelOut, server_chart
 from app.web.views.sweeps import SweepOut, latest_sweeps
 
 router = APIRouter(prefix="/api/v1", tags=["api"], dependencies=[Depends(require_viewer)])
@@ -133,6 +133,7 @@ def api_overview(request: Request, conn: ConnDep) -> OverviewOut:
 )
 def api_timeseries(
     conn: ConnDep,
+    reuse: ReuseDep,
     scope: PathScope,
     window: Window,
     what: MeasureDep,
@@ -141,9 +142,10 @@ def api_timeseries(
         Query(ge=10, le=5000, description="at most this many buckets (default: by range)"),
     ] = None,
 ) -> TimeseriesOut:
-    return target_timeseries(
-        conn, scope.target, scope.modes, window, phase=what.phase, probe=what.probe, points=points
-    )
+    return reused.timeseries(
+        reuse, conn, scope.target, scope.modes, window, phase=what.phase, probe=what.probe,
+        points=points,
+    )  # fmt: skip
 
 
 @router.get(
@@ -206,17 +208,20 @@ def api_server(
     summary="What the server saw in a window: per instance mean and max against the time "
     "before, what stands out, views it could not read",
 )
-def api_server_window(conn: ConnDep, scope: PathScope, window: Window) -> ServerPanelOut:
-    return server_panel(conn, scope.target, window.start, window.end)
+def api_server_window(
+    conn: ConnDep, reuse: ReuseDep, scope: PathScope, window: Window
+) -> ServerPanelOut:
+    return reused.panel(reuse, conn, scope.target, window)
 
 
 @router.get(
     "/compare",
     summary="Per mode, one probe kind: distribution, percentiles, ratio of medians with its CI",
 )
-def api_compare(conn: ConnDep, scope: QueryScope, window: Window, what: MeasureDep) -> CompareOut:
-    t, a, b = scope.target, window.start, window.end
-    return compare_view(conn, t, a, b, what.phase, scope.modes, what.probe)
+def api_compare(
+    conn: ConnDep, reuse: ReuseDep, scope: QueryScope, window: Window, what: MeasureDep
+) -> CompareOut:
+    return reused.comparison(reuse, conn, scope.target, window, what.phase, scope.modes, what.probe)
 
 
 @router.get(
@@ -251,7 +256,7 @@ def api_incidents(
     )
 
 
-def sample_filter(
+async def sample_filter(
     target: Annotated[str | None, Query(max_length=63)] = None,
     mode: Annotated[
         str | None, Query(max_length=63, description="mode name (needs target)")
@@ -278,6 +283,7 @@ FilterDep = Annotated[SampleFilter, Depends(sample_filter)]
 @router.get("/samples", summary="Raw samples, filtered, one keyset page at a time")
 def api_samples(
     conn: ConnDep,
+    reuse: ReuseDep,
     f: FilterDep,
     window: Window,
     after: Annotated[
@@ -286,9 +292,10 @@ def api_samples(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     order: Literal["newest", "oldest"] = "newest",
 ) -> SamplesOut:
-    return samples_view.page(
-        conn, f, window.start, window.end, after=after, limit=limit, newest_first=order == "newest"
-    )
+    return reused.samples(
+        reuse, conn, load_targets(conn), f, window, after=after, limit=limit,
+        newest_first=order == "newest",
+    )  # fmt: skip
 
 
 @router.get(

@@ -13,24 +13,25 @@ from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
+from markupsafe import Markup
 
 from app.alerts.annotations import events
 from app.store.read.agents import overloaded_series
 from app.web.access.guards import require_viewer
-from app.web.deps import ConnDep, TemplatesDep
+from app.web.deps import ConnDep, ReuseDep, TemplatesDep
 from app.web.params import (
     PROBES,
     Probe,
     Window,
     Window1h,
     Window7d,
+    named,
     pick_modes,
     target_or_404,
 )
 from app.web.routes.alerting.pages import firing_summary
-from app.web.views import samples as samples_view
+from app.web.views import reused
 from app.web.views.agents import overloaded_modes
-from app.web.views.comparing import compare_view
 from app.web.views.incidents import incidents
 from app.web.views.lookups import TargetInfo, load_targets
 from app.web.views.overview import build_rows, sparkline_svg
@@ -38,7 +39,6 @@ from app.web.views.readers import recent_overview_stats
 from app.web.views.samples import STATUS_CHOICES, SampleFilter
 from app.web.views.serverside import (
     incident_panels,
-    logon_costs,
     server_panel,
     serverstats_ids,
 )
@@ -134,6 +134,7 @@ def target_page(
 def compare_page(
     request: Request,
     conn: ConnDep,
+    reuse: ReuseDep,
     templates: TemplatesDep,
     window: Window,
     target: str | None = None,
@@ -142,15 +143,15 @@ def compare_page(
     probe: Probe = "connping",
 ) -> Response:
     targets = load_targets(conn)
-    chosen_target = target_or_404(conn, target) if target else (targets[0] if targets else None)
+    chosen_target = named(targets, target) if target else (targets[0] if targets else None)
     view = None
     chosen: list[str] = []
     costs = []
     if chosen_target is not None:
         chosen = pick_modes(chosen_target, modes)
-        view = compare_view(conn, chosen_target, window.start, window.end, phase, chosen, probe)
+        view = reused.comparison(reuse, conn, chosen_target, window, phase, chosen, probe)
         if chosen_target.kind == "oracle":
-            costs = logon_costs(conn, chosen_target, chosen, window.start, window.end)
+            costs = reused.costs(reuse, conn, chosen_target, chosen, window)
     base = _base_params(request)
     if chosen_target is not None:
         base["target"] = chosen_target.name
@@ -229,6 +230,7 @@ def spikes_page(
 def samples_page(
     request: Request,
     conn: ConnDep,
+    reuse: ReuseDep,
     templates: TemplatesDep,
     window: Window1h,
     target: str | None = None,
@@ -245,15 +247,18 @@ def samples_page(
     f = SampleFilter(
         target or None, mode or None, status or None, code.strip() or None, probe or None
     )
-    result = samples_view.page(
-        conn, f, window.start, window.end, after=after, limit=limit, newest_first=order == "newest"
-    )
+    targets = load_targets(conn)
+    rows_template = templates.get_template("_sample_rows.html")
+    result, rows = reused.samples_shown(
+        reuse, conn, targets, f, window, after=after, limit=limit,
+        newest_first=order == "newest",
+        render=lambda found: Markup(rows_template.render(samples=found.samples)),
+    )  # fmt: skip
     base = {k: v for k, v in _base_params(request).items() if k != "after" and v}
     csv_params = {k: v for k, v in base.items() if k not in ("order", "limit")}
-    targets = load_targets(conn)
     chosen = next((t for t in targets if t.name == f.target), None)
     server = (
-        server_panel(conn, chosen, window.start, window.end)
+        reused.panel(reuse, conn, chosen, window)
         if chosen is not None and serverstats_ids(chosen)
         else None
     )
@@ -271,6 +276,7 @@ def samples_page(
             "tr": window,
             "base": base,
             "result": result,
+            "rows": rows,
             "csv_query": urlencode(csv_params),
             "statuses": STATUS_CHOICES,
             "probes": (*PROBES, "serverstats"),

@@ -11,10 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from app.models import modes, series, targets
 from app.web.palette import ModeStyle, mode_style, target_styles
 
 
@@ -67,28 +66,33 @@ class TargetInfo:
         return next((m for m in self.modes if m.name == name), None)
 
 
-_TARGET_COLS = (
-    targets.c.id,
-    targets.c.name,
-    targets.c.kind,
-    targets.c.dsn,
-    targets.c.username,
-    targets.c.description,
-    targets.c.enabled,
-    targets.c.labels,
-    targets.c.password_ref,
-    (targets.c.password_enc.is_not(None) | targets.c.password_ref.is_not(None)).label("has_pw"),
-)
+# One round trip for a page's whole configuration: each target row carries its modes,
+# each mode its series, as JSON arrays (ordered by id). Three queries used to cost a
+# dashboard request more than its own figures (issue 16: profiles of the compare API).
+_LOAD_SQL = """
+select t.id, t.name, t.kind, t.dsn, t.username, t.description, t.enabled, t.labels,
+       t.password_ref, (t.password_enc is not null or t.password_ref is not null) as has_pw,
+       coalesce((
+         select json_agg(json_build_array(
+                  m.id, m.name, m.kind, m.transport, m.enabled, m.params,
+                  coalesce((
+                    select json_agg(json_build_array(s.id, s.probe, s.site, s.interval_ms,
+                                                     s.timeout_ms, s.enabled) order by s.id)
+                    from series s where s.mode_id = m.id), '[]'::json))
+                order by m.id)
+         from modes m where m.target_id = t.id), '[]'::json) as modes
+from targets t
+"""
+_ALL = text(_LOAD_SQL + "order by t.name")
+_ONE = text(_LOAD_SQL + "where t.name = :name")
 
 
 def load_targets(conn: Connection, name: str | None = None) -> list[TargetInfo]:
     """Targets (all, or the one named) with their modes and series, ordered by name."""
-    q = select(*_TARGET_COLS).order_by(targets.c.name)
-    if name is not None:
-        q = q.where(targets.c.name == name)
-    out: dict[int, TargetInfo] = {}
-    for r in conn.execute(q):
-        out[r.id] = TargetInfo(
+    rows = conn.execute(_ALL) if name is None else conn.execute(_ONE, {"name": name})
+    out: list[TargetInfo] = []
+    for r in rows:
+        target = TargetInfo(
             id=r.id,
             name=r.name,
             kind=r.kind,
@@ -100,25 +104,30 @@ def load_targets(conn: Connection, name: str | None = None) -> list[TargetInfo]:
             password_ref=r.password_ref,
             labels=dict(r.labels or {}),
         )
-    if not out:
-        return []
-    mode_by_id: dict[int, ModeInfo] = {}
-    mq = select(modes).where(modes.c.target_id.in_(list(out))).order_by(modes.c.id)
-    for m in conn.execute(mq):
-        info = ModeInfo(m.id, m.name, m.kind, m.transport, m.enabled, dict(m.params or {}))
-        mode_by_id[m.id] = info
-        out[m.target_id].modes.append(info)
-    for t in out.values():
-        styles = target_styles(t.modes)
-        for info in t.modes:
+        for mid, mname, kind, transport, enabled, params, rows_s in r.modes:
+            info = ModeInfo(mid, mname, kind, transport, enabled, dict(params or {}))
+            info.series = [SeriesInfo(*row) for row in rows_s]
+            target.modes.append(info)
+        styles = target_styles(target.modes)
+        for info in target.modes:
             info.style = styles[info.name]
-    if mode_by_id:
-        sq = select(series).where(series.c.mode_id.in_(list(mode_by_id))).order_by(series.c.id)
-        for s in conn.execute(sq):
-            mode_by_id[s.mode_id].series.append(
-                SeriesInfo(s.id, s.probe, s.site, s.interval_ms, s.timeout_ms, s.enabled)
-            )
-    return list(out.values())
+        out.append(target)
+    return out
+
+
+def config_key(target: TargetInfo) -> tuple[Any, ...]:
+    """What a read of ``target``'s samples, and its presentation, depend on in the
+    configuration: reuse keys carry it (app.web.views.recent), so a change is seen at once."""
+    return (
+        target.id,
+        target.name,
+        target.kind,
+        tuple(
+            (m.id, m.name, m.kind, m.enabled, tuple(m.style.values()),
+             tuple((s.id, s.probe, s.site, s.enabled) for s in m.series))
+            for m in target.modes
+        ),
+    )  # fmt: skip
 
 
 def load_target(conn: Connection, name: str) -> TargetInfo | None:

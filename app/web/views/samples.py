@@ -81,8 +81,10 @@ def page(
     after: str | None,
     limit: int,
     newest_first: bool,
+    targets: list[TargetInfo] | None = None,
 ) -> SamplesOut:
-    targets = load_targets(conn)
+    """A page of samples; ``targets`` when the caller has already loaded them."""
+    targets = load_targets(conn) if targets is None else targets
     try:
         res = read_samples(
             conn,
