@@ -93,6 +93,15 @@ class Settings(BaseSettings):
             "0 = one per CPU core."
         ),
     )
+    web_nice: int = Field(
+        default=10,
+        ge=0,
+        le=19,
+        description=(
+            "How much lower the web worker processes' CPU priority is (nice) than the "
+            "agent's: a busy dashboard must not delay probes. 0 = the same."
+        ),
+    )
     agent_workers: int = Field(
         default=0,
         ge=0,

@@ -17,9 +17,18 @@ and W = ``--workers`` in turns:
 The mix: the overview (``/``), a target page, its timeseries API call, the compare page
 and API call, the Agents page, the Samples page and ``/metrics``. Every URL is checked
 to answer 200 before the run. Load averages (1 min) are printed at the start and end
-of each window. Needs ``wrk`` (``apt-get install wrk``).
+of each window, and how wrk's connections were spread over the web processes. Needs
+``wrk`` (``apt-get install wrk``).
+
+``--demo`` runs the product as the README's first command does (``connwatch demo``: its
+embedded PostgreSQL, two simulated Oracle databases with their latency, a local
+PostgreSQL, the demo targets: 3 targets, 11 modes, 19 series) instead of the
+``--series`` sessionping series; the issue's own setting ("the demo on 2 cores").
+``--reads-cache S`` sets ``CONNWATCH_READS_CACHE_S`` (and the overview's and
+``/metrics``' reuse) for the served product: 0 reads the store for every request.
 
     .venv/bin/python bench/bench_serve.py                  # --series 300 --workers 2
+    .venv/bin/python bench/bench_serve.py --demo --repeat 3
     .venv/bin/python bench/bench_serve.py --connections 64 --window 30
 """
 
@@ -36,6 +45,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -57,6 +67,16 @@ from app.demo.pgcluster import PgCluster, free_port  # noqa: E402
 from app.oraclesim.tooling.runner import SimulatorProcess  # noqa: E402
 from app.secrets import Vault  # noqa: E402
 
+DEMO_MIX = [
+    "/",
+    "/target/sales-sim?range=1h",
+    "/api/v1/targets/sales-sim/timeseries?phase=logon&range=1h",
+    "/compare?target=hr-sim&range=24h",
+    "/api/v1/compare?target=hr-sim&range=24h",
+    "/agents",
+    "/samples?target=hr-sim",
+    "/metrics",
+]
 MIX = [
     "/",
     "/target/sim00?range=1h",
@@ -119,37 +139,67 @@ def wrk(port: int, script: Path, connections: int, seconds: float) -> dict[str, 
     }
 
 
+def spread(port: int) -> str:
+    """wrk's connections per web process ("13+19"), from ``ss``."""
+    out = subprocess.run(["ss", "-tnpH", "state", "established", f"( sport = :{port} )"],
+                         capture_output=True, text=True).stdout  # fmt: skip
+    counts: dict[str, int] = {}
+    for pid in re.findall(r"pid=(\d+)", out):
+        counts[pid] = counts.get(pid, 0) + 1
+    return "+".join(str(n) for n in sorted(counts.values())) or "?"
+
+
 def one(
-    workers: int, url: str, tmp: Path, key: str, engine: Engine, script: Path, args: Any
+    workers: int, url: str, tmp: Path, key: str, engine: Engine | None, script: Path, args: Any
 ) -> dict[str, Any]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONNWATCH_")}
+    cache = str(args.reads_cache)
     env.update(
-        CONNWATCH_DATABASE_URL=url,
-        CONNWATCH_DATA_DIR=str(tmp / f"serve-{workers}"),
-        CONNWATCH_SECRET_KEY=key,
         CONNWATCH_PORT=str(port),
-        CONNWATCH_AGENT_NAME=f"serve-w{workers}",
-        CONNWATCH_AGENT_WORKERS="1",
+        CONNWATCH_WEB_WORKERS=str(workers),
         CONNWATCH_LOG_LEVEL="WARNING",
+        CONNWATCH_READS_CACHE_S=cache,
+        CONNWATCH_OVERVIEW_CACHE_S=cache,
+        CONNWATCH_METRICS_CACHE_S=cache,
         # loopback reads without login, /metrics without a token: the pages' own cost
         CONNWATCH_ANONYMOUS_ROLE="viewer",
         CONNWATCH_METRICS_PUBLIC="true",
     )
+    if args.demo:
+        data = tmp / f"demo-{workers}-{time.monotonic_ns()}"
+        env.update(CONNWATCH_DATA_DIR=str(data))
+        command = [sys.executable, "-m", "app.cli.main", "demo"]
+    else:
+        env.update(
+            CONNWATCH_DATABASE_URL=url,
+            CONNWATCH_DATA_DIR=str(tmp / f"serve-{workers}"),
+            CONNWATCH_SECRET_KEY=key,
+            CONNWATCH_AGENT_NAME=f"serve-w{workers}",
+            CONNWATCH_AGENT_WORKERS="1",
+        )
+        command = [sys.executable, "-m", "app.cli.main", "serve", "--workers", str(workers)]
     log = tmp / f"serve-{workers}.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli.main", "serve", "--workers", str(workers)],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     base = f"http://127.0.0.1:{port}"
+    mix = DEMO_MIX if args.demo else MIX
+    own_engine = None
     try:
         deadline = time.monotonic() + 300
         while status(base + "/healthz") != 200:
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise SystemExit(log.read_text()[-3000:])
             time.sleep(1)
+        if engine is None:  # the demo's embedded store, through its socket
+            engine = own_engine = create_engine(
+                f"postgresql+psycopg://postgres@/connwatch?host={data / 'pg'}"
+            )
         started = datetime.now(UTC)
+        with engine.connect() as conn:  # (nearly) every enabled series has answered
+            enabled = conn.execute(text("select count(*) from series where enabled")).scalar_one()
+        expected = 0.9 * enabled
         while True:  # the agent is up and (nearly) every session logged on
             with engine.connect() as conn:
                 up = conn.execute(
@@ -159,15 +209,15 @@ def one(
                     ),
                     {"s": started},
                 ).scalar_one()
-            if up >= 0.9 * args.series:
+            if up >= expected:
                 break
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise SystemExit(log.read_text()[-3000:])
             time.sleep(1)
         time.sleep(args.warm)
-        codes = {p: status(base + p) for p in MIX}
+        codes = {p: status(base + p) for p in mix}
         alone = {}  # each path on its own, no other traffic: median of 3 (ms)
-        for p in MIX:
+        for p in mix:
             took = []
             for _ in range(3):
                 t = time.perf_counter_ns()
@@ -184,11 +234,17 @@ def one(
         t1 = datetime.now(UTC)
         idle = lag_p99(engine, t0, t1)
         load1 = os.getloadavg()[0]
-        w = wrk(port, script, args.connections, args.window)
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(wrk, port, script, args.connections, args.window)
+            time.sleep(min(3.0, args.window / 2))
+            split = spread(port)
+            w = running.result()
         t2 = datetime.now(UTC)
         load2 = os.getloadavg()[0]
         busy = lag_p99(engine, t1, t2)
     finally:
+        if own_engine is not None:
+            own_engine.dispose()
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
         try:
             proc.wait(120)
@@ -206,6 +262,7 @@ def one(
         "lag_p99_load_ms": busy[0],
         "runs_idle": idle[1],
         "runs_load": busy[1],
+        "connections": split,
         "load1": f"{load0:.1f}/{load1:.1f}/{load2:.1f}",
     }
 
@@ -217,41 +274,53 @@ def main() -> None:
     ap.add_argument("--connections", type=int, default=32)
     ap.add_argument("--window", type=float, default=20.0)
     ap.add_argument("--warm", type=float, default=15.0)
+    ap.add_argument("--demo", action="store_true", help="serve the demo (connwatch demo)")
+    ap.add_argument("--reads-cache", type=float, default=1.0, help="CONNWATCH_*_CACHE_S")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each worker count")
     args = ap.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (apt-get install wrk)")
     tmp = Path(tempfile.mkdtemp(prefix="connwatch-bench-serve-"))
     tmp.chmod(0o755)
-    cluster = PgCluster(tmp / "pg")
-    cluster.init()
-    cluster.start()
     key = Fernet.generate_key().decode()
     script = tmp / "mix.lua"
-    paths = ", ".join(f'"{p}"' for p in MIX)
+    paths = ", ".join(f'"{p}"' for p in (DEMO_MIX if args.demo else MIX))
     script.write_text(
         f"local paths = {{{paths}}}\nlocal i = 0\n"
         "request = function()\n  i = i % #paths + 1\n  return wrk.format('GET', paths[i])\nend\n"
     )
     results = []
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores", flush=True)
-    try:
-        sim_cfg = tmp / "sim.yaml"
-        sim_cfg.write_text("processes: 100000\n")
-        with SimulatorProcess(sim_cfg, no_latency=True) as sim:
-            cluster.create_database("serve")
-            url = cluster.url("serve")
-            engine = create_engine(url, pool_pre_ping=True)
-            migrate.upgrade(engine)
-            vault = Vault.from_settings(Settings(database_url=url, data_dir=tmp, secret_key=key))
-            setup_series(engine, vault, sim.port, args.series, "sessionping", 1000, 900)
-            for w in (1, args.workers):
-                r = one(w, url, tmp, key, engine, script, args)
-                results.append(r)
+    runs = [w for _ in range(args.repeat) for w in (1, args.workers)]
+    if args.demo:
+        try:
+            for w in runs:
+                results.append(r := one(w, "", tmp, key, None, script, args))
                 print(r, flush=True)
-            engine.dispose()
-    finally:
-        cluster.stop(mode="immediate")
-        shutil.rmtree(tmp, ignore_errors=True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        cluster = PgCluster(tmp / "pg")
+        cluster.init()
+        cluster.start()
+        try:
+            sim_cfg = tmp / "sim.yaml"
+            sim_cfg.write_text("processes: 100000\n")
+            with SimulatorProcess(sim_cfg, no_latency=True) as sim:
+                cluster.create_database("serve")
+                url = cluster.url("serve")
+                engine = create_engine(url, pool_pre_ping=True)
+                migrate.upgrade(engine)
+                settings = Settings(database_url=url, data_dir=tmp, secret_key=key)
+                setup_series(engine, Vault.from_settings(settings), sim.port, args.series,
+                             "sessionping", 1000, 900)  # fmt: skip
+                for w in runs:
+                    results.append(r := one(w, url, tmp, key, engine, script, args))
+                    print(r, flush=True)
+                engine.dispose()
+        finally:
+            cluster.stop(mode="immediate")
+            shutil.rmtree(tmp, ignore_errors=True)
     cols = list(results[0]) if results else []
     print("\n| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))

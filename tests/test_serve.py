@@ -44,6 +44,10 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+def nice(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+
+
 def get(url: str) -> int:
     try:
         with urllib.request.urlopen(url, timeout=5) as res:
@@ -115,6 +119,8 @@ def test_serve_runs_web_workers_and_the_agent_in_its_own_process(
         agents = [k for k in kids if "app.cli.main agent" in cmdline(k)]
         assert len(web) == 2, [cmdline(k) for k in kids]
         assert len(agents) == 1 and agent_row(engine).pid == agents[0] != proc.pid
+        # the web below the agent's CPU priority (CONNWATCH_WEB_NICE, 10): pages wait, probes don't
+        assert [nice(k) for k in web] == [10, 10] and nice(agents[0]) == 0
         statuses = [get(f"http://127.0.0.1:{port}/api/v1/agents") for _ in range(6)]
         assert statuses == [200] * 6
         # 16 connections at once (a browser opens 6, a proxy keeps a pool): each worker

@@ -17,7 +17,8 @@ workers Nagle's algorithm stayed on and every keep-alive request after the first
 ~40 ms for the client's delayed ACK (44-48 ms for a 1.5 ms static file on one connection).
 
 :class:`WebWorkers` starts the processes (spawned, each builds the app with
-``app.cli.webapp:factory``), starts one again that exits on its own (after 1 s,
+``app.cli.webapp:factory``) at ``CONNWATCH_WEB_NICE`` below the agent's CPU priority,
+starts one again that exits on its own (after 1 s,
 doubling up to 30 s while it keeps failing), and on SIGINT or SIGTERM stops them all:
 uvicorn's graceful shutdown, then SIGKILL after :data:`STOP_S`.
 """
@@ -61,10 +62,19 @@ def serve_one(host: str, port: int) -> None:
     """A worker process: its own socket on the shared port, the app, until signalled."""
     import uvicorn
 
+    from app.config import Settings
+
+    # below the agent's priority: when web and probes want the same core, the probe's
+    # timer wins (a probe started late is a wrong measurement; a page 5 ms later is not)
+    os.nice(Settings().web_nice)
     sock = tcp_listener(host, port, reuse_port=True)
     config = uvicorn.Config("app.cli.webapp:factory", factory=True, host=host, port=port,
                             log_config=None, lifespan="on")  # fmt: skip
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 class WebWorkers:
@@ -85,7 +95,10 @@ class WebWorkers:
         return proc
 
     def run(self) -> None:
-        """Until SIGINT (KeyboardInterrupt) or SIGTERM (the caller makes it SystemExit)."""
+        """Until SIGINT or SIGTERM (handled here even when the shell that started us made
+        the process ignore SIGINT, as it does for a background job)."""
+        signal.signal(signal.SIGINT, _stop)
+        signal.signal(signal.SIGTERM, _stop)
         self.procs = [self._start() for _ in range(self.n)]
         backoff = [BACKOFF_S[0]] * self.n
         due: list[float | None] = [None] * self.n

@@ -51,6 +51,7 @@ REFRESH_S = 30
 def overview(
     request: Request,
     conn: ConnDep,
+    reuse: ReuseDep,
     templates: TemplatesDep,
     refresh: Annotated[
         int, Query(ge=2, le=3600, description="seconds between refreshes")
@@ -60,7 +61,7 @@ def overview(
     targets = load_targets(conn)
     rows = build_rows(targets, recent_overview_stats(request.app.state, conn, targets, now), now)
     # modes probed by an agent that cannot keep up now: said beside their state
-    overloaded = overloaded_modes(targets, overloaded_series(conn))
+    overloaded = overloaded_modes(targets, reuse(("overloaded",), lambda: overloaded_series(conn)))
     counts: dict[str, int] = {}
     for r in rows:
         counts[r.state] = counts.get(r.state, 0) + 1
@@ -75,7 +76,8 @@ def overview(
             "now": now,
             "refresh_s": refresh,
             "spark": sparkline_svg,
-            "firing": firing_summary(conn),  # alerts first (app/web/routes/alerting)
+            # alerts first (app/web/routes/alerting); reused like the figures below them
+            "firing": reuse(("firing",), lambda: firing_summary(conn)),
             "overloaded": overloaded,
         },
     )
