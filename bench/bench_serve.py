@@ -24,11 +24,15 @@ of each window, and how wrk's connections were spread over the web processes. Ne
 embedded PostgreSQL, two simulated Oracle databases with their latency, a local
 PostgreSQL, the demo targets: 3 targets, 11 modes, 19 series) instead of the
 ``--series`` sessionping series; the issue's own setting ("the demo on 2 cores").
-``--reads-cache S`` sets ``CONNWATCH_READS_CACHE_S`` (and the overview's and
-``/metrics``' reuse) for the served product: 0 reads the store for every request.
+``--rate R`` offers about R requests/s (each connection pauses ``connections / R``
+seconds before its next request, wrk's ``delay()``) instead of as many as the server
+answers: the latency of serving R, not of saturation. ``--reads-cache S`` sets
+``CONNWATCH_READS_CACHE_S`` (and the overview's and ``/metrics``' reuse) for the served
+product: 0 reads the store for every request.
 
     .venv/bin/python bench/bench_serve.py                  # --series 300 --workers 2
     .venv/bin/python bench/bench_serve.py --demo --repeat 3
+    .venv/bin/python bench/bench_serve.py --demo --rate 200 --workers 2
     .venv/bin/python bench/bench_serve.py --connections 64 --window 30
 """
 
@@ -277,6 +281,7 @@ def main() -> None:
     ap.add_argument("--demo", action="store_true", help="serve the demo (connwatch demo)")
     ap.add_argument("--reads-cache", type=float, default=1.0, help="CONNWATCH_*_CACHE_S")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each worker count")
+    ap.add_argument("--rate", type=float, default=0.0, help="offer about this many requests/s")
     args = ap.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (apt-get install wrk)")
@@ -285,9 +290,13 @@ def main() -> None:
     key = Fernet.generate_key().decode()
     script = tmp / "mix.lua"
     paths = ", ".join(f'"{p}"' for p in (DEMO_MIX if args.demo else MIX))
+    pause = ""
+    if args.rate:  # each connection waits before its next request: about --rate in all
+        pause = f"delay = function()\n  return {1000 * args.connections / args.rate:.0f}\nend\n"
     script.write_text(
         f"local paths = {{{paths}}}\nlocal i = 0\n"
         "request = function()\n  i = i % #paths + 1\n  return wrk.format('GET', paths[i])\nend\n"
+        + pause
     )
     results = []
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores", flush=True)

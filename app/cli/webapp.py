@@ -159,7 +159,8 @@ def run_web(
     if agent is not None:
         agent.start()
     try:
-        if workers == 1:
+        if workers == 1 and agent is None:  # beside an agent the web is a process of its
+            # own, below the agent's CPU priority (app/cli/webworkers.py)
             uvicorn.run(build_app(settings, engine), host=host, port=port, log_config=None,
                         lifespan="on")  # fmt: skip
         else:
