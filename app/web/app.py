@@ -43,7 +43,7 @@ from app.web.routes import oidc as oidc_routes
 from app.web.routes import users as users_routes
 from app.web.servertiming import ServerTiming
 from app.web.timerange import RangeError
-from app.web.views.recent import Reuse
+from app.web.views.reuse.recent import Reuse
 
 __all__ = ["create_app", "get_engine"]
 log = logging.getLogger(__name__)

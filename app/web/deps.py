@@ -11,7 +11,7 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy.engine import Connection, Engine
 
 from app.secrets import Vault
-from app.web.views.recent import Reuse
+from app.web.views.reuse.recent import Reuse
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES_DIR = ROOT / "templates"

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from app.web.views.recent import Recent
+from app.web.views.reuse.recent import Recent
 
 
 def test_a_value_is_reused_within_its_time_and_computed_again_after() -> None:

@@ -41,7 +41,7 @@ from app.web.schemas import (
     TargetOut,
     TimeseriesOut,
 )
-from app.web.views import breakdown, reused
+from app.web.views import breakdown
 from app.web.views import samples as samples_view
 from app.web.views.comparing import CompareOut, DailyOut, daily_view
 from app.web.views.incidents import IncidentsOut, incidents
@@ -49,6 +49,7 @@ from app.web.views.lookups import TargetInfo, load_targets
 from app.web.views.overview import build_rows
 from app.web.views.phases import LogonPhasesOut, target_logon_phases
 from app.web.views.readers import points_for, recent_overview_stats
+from app.web.views.reuse import reads as reused
 from app.web.views.samples import SampleFilter, SamplesOut
 from app.web.views.serverside import ServerChartOut, ServerPanelOut, server_chart
 from app.web.views.sweeps import SweepOut, latest_sweeps

@@ -19,7 +19,7 @@ Probe-side errors (class PROBE) are their own outcome (``probe_error``), never `
 and never make ``connwatch_up`` 0. Disabled targets, modes and series are not exported.
 The output passes ``promtool check metrics`` (tests/web/test_metrics_promtool.py).
 Each web process reuses its last exposition for ``CONNWATCH_METRICS_CACHE_S`` (1 s) and
-renders one at a time (app/web/views/recent.py).
+renders one at a time (app/web/views/reuse/recent.py).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from app.web.deps import ConnDep
 from app.web.views.lookups import TargetInfo, load_targets
 from app.web.views.overview import OverviewRow, build_rows
 from app.web.views.readers import recent_overview_stats
-from app.web.views.recent import Recent
+from app.web.views.reuse.recent import Recent
 
 router = APIRouter(dependencies=[Depends(require_metrics)])
 CONTENT_TYPE = TEXT_FORMAT

@@ -30,12 +30,12 @@ from app.web.params import (
     target_or_404,
 )
 from app.web.routes.alerting.pages import firing_summary
-from app.web.views import reused
 from app.web.views.agents import overloaded_modes
 from app.web.views.incidents import incidents
 from app.web.views.lookups import TargetInfo, load_targets
 from app.web.views.overview import build_rows, sparkline_svg
 from app.web.views.readers import recent_overview_stats
+from app.web.views.reuse import reads as reused
 from app.web.views.samples import STATUS_CHOICES, SampleFilter
 from app.web.views.serverside import (
     incident_panels,

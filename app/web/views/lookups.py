@@ -117,7 +117,7 @@ def load_targets(conn: Connection, name: str | None = None) -> list[TargetInfo]:
 
 def config_key(target: TargetInfo) -> tuple[Any, ...]:
     """What a read of ``target``'s samples, and its presentation, depend on in the
-    configuration: reuse keys carry it (app.web.views.recent), so a change is seen at once."""
+    configuration: reuse keys carry it (app.web.views.reuse.recent), so a change is seen at once."""
     return (
         target.id,
         target.name,

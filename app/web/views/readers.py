@@ -25,7 +25,7 @@ from app.web.schemas import ErrorMark, ModeTimeseries, TimeseriesOut
 from app.web.timerange import TimeRange
 from app.web.views.lookups import ModeInfo, TargetInfo
 from app.web.views.overview import ModeStats, overview_probe
-from app.web.views.recent import Recent
+from app.web.views.reuse.recent import Recent
 
 
 def meaning(code: str) -> str:
@@ -284,7 +284,7 @@ def recent_overview_stats(
     state: Any, conn: Connection, targets: list[TargetInfo], now: datetime
 ) -> dict[int, ModeStats]:
     """:func:`overview_stats`, reused for ``CONNWATCH_OVERVIEW_CACHE_S`` by the web app
-    whose ``state`` this is (app/web/views/recent.py): the overview page, its API and
+    whose ``state`` this is (app/web/views/reuse/recent.py): the overview page, its API and
     ``/metrics`` share it. Keyed by the modes' overview series, so a mode or series
     added, removed or changed is read at once."""
     recent: Recent[dict[int, ModeStats]] | None = getattr(state, "overview_recent", None)

@@ -1,5 +1,5 @@
 """The store reads pages and the API share, reused through the web process's
-:class:`~app.web.views.recent.Reuse` for identical requests (``CONNWATCH_READS_CACHE_S``).
+:class:`~app.web.views.reuse.recent.Reuse` for identical requests (``CONNWATCH_READS_CACHE_S``).
 
 Each function here is its view's function with a key: the kind of read, the
 configuration it depends on (:func:`~app.web.views.lookups.config_key`) and every
@@ -20,7 +20,7 @@ from app.web.views import samples as samples_view
 from app.web.views.comparing import CompareOut, compare_view
 from app.web.views.lookups import TargetInfo, config_key
 from app.web.views.readers import target_timeseries
-from app.web.views.recent import Reuse
+from app.web.views.reuse.recent import Reuse
 from app.web.views.samples import SampleFilter, SamplesOut
 from app.web.views.serverside import LogonCostOut, ServerPanelOut, logon_costs, server_panel
 
