@@ -293,10 +293,8 @@ def api_samples(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     order: Literal["newest", "oldest"] = "newest",
 ) -> SamplesOut:
-    return reused.samples(
-        reuse, conn, load_targets(conn), f, window, after=after, limit=limit,
-        newest_first=order == "newest",
-    )  # fmt: skip
+    ask = reused.SamplesAsk(tuple(load_targets(conn)), f, window, after, limit, order == "newest")
+    return reused.samples(reuse, conn, ask)
 
 
 @router.get(

@@ -251,11 +251,10 @@ def samples_page(
     )
     targets = load_targets(conn)
     rows_template = templates.get_template("_sample_rows.html")
+    ask = reused.SamplesAsk(tuple(targets), f, window, after, limit, order == "newest")
     result, rows = reused.samples_shown(
-        reuse, conn, targets, f, window, after=after, limit=limit,
-        newest_first=order == "newest",
-        render=lambda found: Markup(rows_template.render(samples=found.samples)),
-    )  # fmt: skip
+        reuse, conn, ask, lambda found: Markup(rows_template.render(samples=found.samples))
+    )
     base = {k: v for k, v in _base_params(request).items() if k != "after" and v}
     csv_params = {k: v for k, v in base.items() if k not in ("order", "limit")}
     chosen = next((t for t in targets if t.name == f.target), None)

@@ -10,6 +10,7 @@ share a key, so a dashboard and its charts' API calls within the second read onc
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sqlalchemy.engine import Connection
@@ -80,55 +81,40 @@ def panel(reuse: Reuse, conn: Connection, target: TargetInfo, window: TimeRange)
     return reuse(key, lambda: server_panel(conn, target, window.start, window.end))
 
 
-def samples_key(
-    targets: list[TargetInfo],
-    f: SampleFilter,
-    window: TimeRange,
-    after: str | None,
-    limit: int,
-    newest_first: bool,
-) -> tuple[Any, ...]:
-    return ("samples", tuple(config_key(t) for t in targets), f, window_key(window), after,
-            limit, newest_first)  # fmt: skip
+@dataclass(frozen=True, slots=True)
+class SamplesAsk:
+    """Which samples a page or an API call asks for: all of it goes into the key."""
+
+    targets: tuple[TargetInfo, ...]
+    f: SampleFilter
+    window: TimeRange
+    after: str | None
+    limit: int
+    newest_first: bool
+
+    def key(self, kind: str) -> tuple[Any, ...]:
+        return (kind, tuple(config_key(t) for t in self.targets), self.f,
+                window_key(self.window), self.after, self.limit, self.newest_first)  # fmt: skip
+
+    def read(self, conn: Connection) -> SamplesOut:
+        w = self.window
+        return samples_view.page(conn, self.f, w.start, w.end, after=self.after,
+                                 limit=self.limit, newest_first=self.newest_first,
+                                 targets=list(self.targets))  # fmt: skip
 
 
-def samples(
-    reuse: Reuse,
-    conn: Connection,
-    targets: list[TargetInfo],
-    f: SampleFilter,
-    window: TimeRange,
-    *,
-    after: str | None,
-    limit: int,
-    newest_first: bool,
-) -> SamplesOut:
-    def read() -> SamplesOut:
-        return samples_view.page(conn, f, window.start, window.end, after=after, limit=limit,
-                                 newest_first=newest_first, targets=targets)  # fmt: skip
-
-    return reuse(samples_key(targets, f, window, after, limit, newest_first), read)
+def samples(reuse: Reuse, conn: Connection, ask: SamplesAsk) -> SamplesOut:
+    return reuse(ask.key("samples"), lambda: ask.read(conn))
 
 
 def samples_shown(
-    reuse: Reuse,
-    conn: Connection,
-    targets: list[TargetInfo],
-    f: SampleFilter,
-    window: TimeRange,
-    *,
-    after: str | None,
-    limit: int,
-    newest_first: bool,
-    render: Callable[[SamplesOut], T],
+    reuse: Reuse, conn: Connection, ask: SamplesAsk, render: Callable[[SamplesOut], T]
 ) -> tuple[SamplesOut, T]:
     """The Samples page's read and its table rows, rendered once with the read (``render``
     has nothing of the request in it): 100 rows cost the page more than its query."""
 
     def read() -> tuple[SamplesOut, T]:
-        found = samples_view.page(conn, f, window.start, window.end, after=after, limit=limit,
-                                  newest_first=newest_first, targets=targets)  # fmt: skip
+        found = ask.read(conn)
         return found, render(found)
 
-    key = ("shown", *samples_key(targets, f, window, after, limit, newest_first))
-    return reuse(key, read)
+    return reuse(ask.key("shown"), read)
