@@ -43,7 +43,7 @@ from app.web.routes import oidc as oidc_routes
 from app.web.routes import users as users_routes
 from app.web.servertiming import ServerTiming
 from app.web.timerange import RangeError
-from app.web.views.reuse.recent import Reuse
+from app.web.views.reuse.recent import Recent, Reuse
 
 __all__ = ["create_app", "get_engine"]
 log = logging.getLogger(__name__)
@@ -124,6 +124,10 @@ def create_app(
     app.state.settings = settings
     app.state.access = AccessConfig.from_settings(settings)
     app.state.templates = make_templates(TEMPLATES_DIR, STATIC_DIR)
+    # what the web process reuses for a moment (app/web/views/reuse/recent.py): the
+    # overview's figures, /metrics' exposition, and charts, comparisons, sample tables
+    app.state.overview_recent = Recent()
+    app.state.metrics_text = Recent()
     app.state.reuse = Reuse(settings.reads_cache_s)
 
     app.add_middleware(ServerTiming)  # innermost: the app's own time (docs/web.md)

@@ -351,11 +351,9 @@ class SeriesScheduler:
         if late_s > job.grace_s:  # e.g. the loop was blocked past several instants
             self._late(job, scheduled, late_s)
             return
-        if late_s > self.overload.late_s and self.overload.active:
+        if self.overload.active and late_s > self.overload.late_s:
             self.overload.late += 1
-            # admitted but too late: skipped (see _owe)
-            self._owe(job)
-            self._overloaded(job, scheduled, late_s)
+        if self._too_late(job, scheduled, late_s):
             return
         if job.task is not None and not job.task.done():
             self._skip(
@@ -365,6 +363,15 @@ class SeriesScheduler:
         task = asyncio.get_running_loop().create_task(self._run(row.series_id, scheduled))
         job.task = task
         task.add_done_callback(_log_failure)
+
+    def _too_late(self, job: SeriesJob, scheduled: datetime, late_s: float) -> bool:
+        """While overloaded, a run that would start more than ``overload.late_s`` late is
+        skipped as OVERLOAD and its series may be owed one (:meth:`_owe`); True if so."""
+        if not (self.overload.active and late_s > self.overload.late_s):
+            return False
+        self._owe(job)
+        self._overloaded(job, scheduled, late_s)
+        return True
 
     @staticmethod
     def _owe(job: SeriesJob) -> None:
@@ -460,11 +467,9 @@ class SeriesScheduler:
             return
         if late_s > self.overload.late_s:
             self.overload.late += 1  # the controller's second signal
-        if late_s > self.overload.late_s and self.overload.active:
-            # judged again here, where the run really starts: a loop with a long ready
-            # queue runs this first step a while after the timer (see _start)
-            self._owe(job)
-            self._overloaded(job, scheduled, late_s)
+        # judged again here, where the run really starts: a loop with a long ready queue
+        # runs this first step a while after the timer (see _start)
+        if self._too_late(job, scheduled, late_s):
             return
         latest = time.monotonic() + (job.grace_s - late_s)
         if not await self.limiter.slot(latest):
@@ -494,12 +499,9 @@ class SeriesScheduler:
         if not await self.limiter.logons(row.target_id, logons, latest):
             self._skip(row, scheduled, "RATE_LIMIT", "logons per second cap reached")
             return
-        if self.overload.active:  # the slot or a logon token may have taken a while
-            late_s = (datetime.now(UTC) - scheduled).total_seconds()
-            if late_s > self.overload.late_s:
-                self._owe(job)
-                self._overloaded(job, scheduled, late_s)
-                return
+        # and again: the slot or a logon token may have taken a while
+        if self._too_late(job, scheduled, (datetime.now(UTC) - scheduled).total_seconds()):
+            return
         self.overload.executed += 1
         job.late_streak = 0
         stall0 = self.monitor.stall()

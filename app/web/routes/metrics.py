@@ -46,7 +46,6 @@ from app.web.deps import ConnDep
 from app.web.views.lookups import TargetInfo, load_targets
 from app.web.views.overview import OverviewRow, build_rows
 from app.web.views.readers import recent_overview_stats
-from app.web.views.reuse.recent import Recent
 
 router = APIRouter(dependencies=[Depends(require_metrics)])
 CONTENT_TYPE = TEXT_FORMAT
@@ -87,9 +86,9 @@ def mode_views(targets: list[TargetInfo], rows: list[OverviewRow]) -> list[ModeV
 )
 def prometheus(request: Request, conn: ConnDep) -> PlainTextResponse:
     state = request.app.state
-    if getattr(state, "metrics_text", None) is None:
-        state.metrics_text = Recent[str]()  # one per app (tests run several in a process)
-    text = state.metrics_text.get("", state.settings.metrics_cache_s, lambda: render(state, conn))
+    text: str = state.metrics_text.get(
+        "", state.settings.metrics_cache_s, lambda: render(state, conn)
+    )
     return PlainTextResponse(text, media_type=CONTENT_TYPE)
 
 

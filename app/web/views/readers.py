@@ -287,9 +287,7 @@ def recent_overview_stats(
     whose ``state`` this is (app/web/views/reuse/recent.py): the overview page, its API and
     ``/metrics`` share it. Keyed by the modes' overview series, so a mode or series
     added, removed or changed is read at once."""
-    recent: Recent[dict[int, ModeStats]] | None = getattr(state, "overview_recent", None)
-    if recent is None:
-        recent = state.overview_recent = Recent()
+    recent: Recent[dict[int, ModeStats]] = state.overview_recent
     key = tuple(sorted(overview_ids(m for t in targets for m in t.modes).items()))
     ttl = state.settings.overview_cache_s
     return recent.get(key, ttl, lambda: overview_stats(conn, targets, now))
