@@ -17,7 +17,6 @@ from app.alerts import queries
 from app.alerts.annotations import (
     AnnotationError,
     AnnotationSpec,
-    add_annotation,
     delete_annotation,
     events,
 )
@@ -34,7 +33,12 @@ from app.slo.definitions import get_slo, list_slos
 from app.web.access.guards import OperatorDep, require_viewer
 from app.web.deps import ConnDep, EngineDep, VaultDep
 from app.web.params import Window, Window7d
-from app.web.routes.alerting.common import base_url, create_silence_audited, send_test
+from app.web.routes.alerting.common import (
+    base_url,
+    create_annotation_audited,
+    create_silence_audited,
+    send_test,
+)
 
 router = APIRouter(prefix="/api/v1", tags=["alerts"], dependencies=[Depends(require_viewer)])
 
@@ -260,17 +264,9 @@ def api_annotate(
 ) -> dict[str, Any]:
     with engine.begin() as conn:
         try:
-            aid = add_annotation(conn, spec, author=who.name, source="api", now=_now())
+            aid = create_annotation_audited(conn, who, spec, source="api", now=_now())
         except AnnotationError as exc:
             raise HTTPException(422, str(exc)) from None
-        record(
-            conn,
-            who,
-            "annotation.create",
-            object_type="annotation",
-            object_name=str(aid),
-            after=spec.model_dump(mode="json"),
-        )
     return {"id": aid}
 
 

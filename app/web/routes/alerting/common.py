@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from fastapi import HTTPException
 from sqlalchemy.engine import Connection, Engine
 
+from app.alerts.annotations import AnnotationSpec, add_annotation
 from app.alerts.mute.silences import SilenceSpec, create_silence
 from app.auth.audit import record
 from app.auth.principal import Principal as Actor
@@ -37,6 +39,22 @@ def send_test(engine: Engine, who: Actor, name: str, vault: Vault | None = None)
     with engine.connect() as conn:
         status, error = get_status(conn, mid) or ("pending", None)
     return {"id": mid, "status": status, "error": error}
+
+
+def create_annotation_audited(
+    conn: Connection, who: Actor, spec: AnnotationSpec, *, source: str, now: datetime
+) -> int:
+    """Store an annotation and its audit entry in the caller's transaction (page and API)."""
+    aid = add_annotation(conn, spec, author=who.name, source=source, now=now)
+    record(
+        conn,
+        who,
+        "annotation.create",
+        object_type="annotation",
+        object_name=str(aid),
+        after=spec.model_dump(mode="json"),
+    )
+    return aid
 
 
 def create_silence_audited(conn: Connection, who: Actor, spec: SilenceSpec) -> int:

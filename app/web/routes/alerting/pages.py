@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
 from app.alerts import queries
-from app.alerts.annotations import AnnotationError, AnnotationSpec, add_annotation, events
+from app.alerts.annotations import AnnotationError, AnnotationSpec, events
 from app.alerts.lease import lease_holder
 from app.alerts.mute.acks import AckError, acknowledge, unacknowledge
 from app.alerts.mute.maintenance import list_windows, open_windows
@@ -26,7 +26,11 @@ from app.targets.selector import Selector
 from app.web.access.guards import OperatorDep, require_viewer
 from app.web.deps import ConnDep, EngineDep, TemplatesDep
 from app.web.routes.admin import _form
-from app.web.routes.alerting.common import base_url, create_silence_audited
+from app.web.routes.alerting.common import (
+    base_url,
+    create_annotation_audited,
+    create_silence_audited,
+)
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(require_viewer)])
 
@@ -218,15 +222,7 @@ async def annotate(
     try:
         spec = AnnotationSpec(text=f.get("text", ""), target=f.get("target") or None)
         with engine.begin() as wconn:
-            aid = add_annotation(wconn, spec, author=who.name, source="ui", now=datetime.now(UTC))
-            record(
-                wconn,
-                who,
-                "annotation.create",
-                object_type="annotation",
-                object_name=str(aid),
-                after=spec.model_dump(mode="json"),
-            )
+            create_annotation_audited(wconn, who, spec, source="ui", now=datetime.now(UTC))
     except ValidationError as exc:
         errs = [f"annotation {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
         return _page(request, conn, templates, errors=errs, form=f, status=422)
