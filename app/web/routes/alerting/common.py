@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from fastapi import HTTPException
+from pydantic import BaseModel
 from sqlalchemy.engine import Connection, Engine
 
 from app.alerts.annotations import AnnotationSpec, add_annotation
@@ -46,26 +47,16 @@ def create_annotation_audited(
 ) -> int:
     """Store an annotation and its audit entry in the caller's transaction (page and API)."""
     aid = add_annotation(conn, spec, author=who.name, source=source, now=now)
-    record(
-        conn,
-        who,
-        "annotation.create",
-        object_type="annotation",
-        object_name=str(aid),
-        after=spec.model_dump(mode="json"),
-    )
-    return aid
+    return _created(conn, who, "annotation", aid, spec)
 
 
 def create_silence_audited(conn: Connection, who: Actor, spec: SilenceSpec) -> int:
     """Store a silence and its audit entry in the caller's transaction (page and API)."""
-    sid = create_silence(conn, spec)
-    record(
-        conn,
-        who,
-        "silence.create",
-        object_type="silence",
-        object_name=str(sid),
-        after=spec.model_dump(mode="json"),
-    )
-    return sid
+    return _created(conn, who, "silence", create_silence(conn, spec), spec)
+
+
+def _created(conn: Connection, who: Actor, kind: str, oid: int, spec: BaseModel) -> int:
+    """The audit entry of a ``kind`` just created (its spec as "after"); returns its id."""
+    record(conn, who, f"{kind}.create", object_type=kind, object_name=str(oid),
+           after=spec.model_dump(mode="json"))  # fmt: skip
+    return oid
